@@ -1,0 +1,1 @@
+"""Chat platform adapters: turn platform events into gate calls and render gate messages."""

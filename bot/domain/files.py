@@ -1,0 +1,85 @@
+"""What storage reports about files: listings, digests and claim snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+PARTIAL_SUFFIXES = (".part", ".tmp", ".partial", ".filepart")
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One entry of a staging listing. ``path`` is relative to the release's staging folder."""
+
+    path: str
+    size: int
+    mtime: float
+    regular: bool = True  # False for symlinks, sockets, devices: never promoted
+
+    @property
+    def stamp(self) -> tuple[int, float]:
+        """Size and mtime: what says a file changed without reading it."""
+        return (self.size, self.mtime)
+
+    @property
+    def has_partial_name(self) -> bool:
+        """Whether the name is one uploaders use while a transfer is under way."""
+        name = self.path.rsplit("/", 1)[-1]
+        return name.startswith(".") or name.endswith(PARTIAL_SUFFIXES)
+
+
+Listing = Mapping[str, StagedFile]
+"""A release's staging folder, recursively: path → entry."""
+
+
+@dataclass(frozen=True)
+class SnapshotFile:
+    """A file as it was when a role claimed ready: the identity a claim is bound to."""
+
+    path: str
+    size: int
+    mtime: float
+    sha256: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "size": self.size, "mtime": self.mtime, "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> SnapshotFile:
+        return cls(
+            path=str(data["path"]),
+            size=int(str(data["size"])),
+            mtime=float(str(data["mtime"])),
+            sha256=str(data["sha256"]),
+        )
+
+
+def changed_since(
+    snapshot: tuple[SnapshotFile, ...], listing: Listing, digests: Mapping[str, str]
+) -> list[str]:
+    """The snapshot's paths that are gone or whose content differs now.
+
+    A file whose size and mtime are unchanged is taken as unchanged (no re-hashing);
+    for the others, ``digests`` must hold the current SHA-256.
+    """
+    changed = []
+    for old in snapshot:
+        now = listing.get(old.path)
+        if now is None or not now.regular:
+            changed.append(old.path)
+            continue
+        if now.stamp != (old.size, old.mtime) and digests.get(old.path) != old.sha256:
+            changed.append(old.path)
+    return changed
+
+
+def needs_digest(snapshot: tuple[SnapshotFile, ...], listing: Listing) -> list[str]:
+    """The snapshot's paths whose size or mtime moved, so only their content can tell."""
+    return [
+        old.path
+        for old in snapshot
+        if (now := listing.get(old.path)) is not None
+        and now.regular
+        and now.stamp != (old.size, old.mtime)
+    ]

@@ -1,0 +1,153 @@
+"""Readiness: what a staging listing plus the claims and holds say about a release."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from bot.domain.claims import Claim, Hold, Withdrawal
+from bot.domain.files import Listing, StagedFile
+from bot.domain.profile import FileKind, Profile
+from bot.domain.tags import ReleaseTag
+
+
+class FileStatus(StrEnum):
+    PRESENT = "present"
+    MISSING = "missing"
+    UPLOADING = "uploading"
+    EMPTY = "empty"
+    UNEXPECTED = "unexpected"
+    NOT_REGULAR = "not a regular file"
+
+
+@dataclass(frozen=True)
+class FileReadiness:
+    path: str
+    status: FileStatus
+    role: str | None = None
+    required: bool = False
+    size: int | None = None
+
+    def describe(self) -> str:
+        """``python-3.14.1.exe (missing)``."""
+        return f"{self.path} ({self.status.value})"
+
+
+@dataclass(frozen=True)
+class RoleReadiness:
+    role: str
+    files: tuple[FileReadiness, ...]
+    claim: Claim | None = None
+    withdrawal: Withdrawal | None = None
+
+    @property
+    def problems(self) -> tuple[FileReadiness, ...]:
+        return tuple(f for f in self.files if f.status is not FileStatus.PRESENT)
+
+    @property
+    def complete(self) -> bool:
+        """Every required file is there, non-empty and settled, and nothing of it is bad."""
+        return not self.problems
+
+    @property
+    def present(self) -> tuple[FileReadiness, ...]:
+        return tuple(f for f in self.files if f.status is FileStatus.PRESENT)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The state of one release: per role, stray files, holds, and what blocks publishing."""
+
+    tag: ReleaseTag
+    roles: tuple[RoleReadiness, ...]
+    stray: tuple[FileReadiness, ...] = ()
+    holds: tuple[Hold, ...] = ()
+    extra_blockers: tuple[str, ...] = field(default=())
+
+    def role(self, name: str) -> RoleReadiness:
+        return next(r for r in self.roles if r.role == name)
+
+    @property
+    def blockers(self) -> list[str]:
+        """One short phrase per reason ``/publish`` must refuse; empty when publishable."""
+        found = []
+        for role in self.roles:
+            if role.problems:
+                found.append(f"{role.role}: " + ", ".join(f.describe() for f in role.problems))
+            elif role.claim is None:
+                found.append(f"{role.role}: nobody said /ready {role.role} {self.tag}")
+        found += [f"staging: {f.describe()}" for f in self.stray]
+        found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
+        found += self.extra_blockers
+        return found
+
+    @property
+    def publishable(self) -> bool:
+        return not self.blockers
+
+    @property
+    def claimed_roles(self) -> int:
+        return sum(1 for role in self.roles if role.claim is not None)
+
+
+def compute_readiness(
+    profile: Profile,
+    tag: ReleaseTag,
+    listing: Listing,
+    *,
+    previous: Listing | None = None,
+    claims: Mapping[str, Claim] | None = None,
+    withdrawals: Mapping[str, Withdrawal] | None = None,
+    holds: tuple[Hold, ...] = (),
+) -> Readiness:
+    """Fold a staging listing (and the one before it, to see growing files) into readiness.
+
+    A file is "uploading" while it has a partial-upload name or it is absent from, or its
+    size/mtime differs from, ``previous``; a file merely being recent never counts.
+    """
+    claims = claims or {}
+    withdrawals = withdrawals or {}
+    per_role: dict[str, list[FileReadiness]] = {role: [] for role in profile.roles_for(tag)}
+    required = {f.path: f.role for f in profile.expected(tag)}
+    for path, role in required.items():
+        entry = listing.get(path)
+        status = FileStatus.MISSING if entry is None else _status(entry, previous)
+        per_role[role].append(
+            FileReadiness(path, status, role, True, entry.size if entry else None)
+        )
+    stray = []
+    for path, entry in sorted(listing.items()):
+        if path in required:
+            continue
+        kind = profile.classify(tag, path)
+        status = _status(entry, previous)
+        if entry.has_partial_name or kind.kind is FileKind.UNEXPECTED or kind.role is None:
+            stray.append(
+                FileReadiness(
+                    path,
+                    status if status is not FileStatus.PRESENT else FileStatus.UNEXPECTED,
+                    size=entry.size,
+                )
+            )
+        else:
+            per_role[kind.role].append(FileReadiness(path, status, kind.role, False, entry.size))
+    roles = tuple(
+        RoleReadiness(role, tuple(files), claims.get(role), withdrawals.get(role))
+        for role, files in per_role.items()
+    )
+    return Readiness(tag, roles, tuple(stray), holds)
+
+
+def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:
+    if not entry.regular:
+        return FileStatus.NOT_REGULAR
+    if entry.has_partial_name:
+        return FileStatus.UPLOADING
+    if previous is not None:
+        before = previous.get(entry.path)
+        if before is None or before.stamp != entry.stamp:
+            return FileStatus.UPLOADING
+    if entry.size == 0:
+        return FileStatus.EMPTY
+    return FileStatus.PRESENT

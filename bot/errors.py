@@ -1,0 +1,29 @@
+"""The exception hierarchy. Every error carries a sentence fit to show a user."""
+
+
+class RelbotError(Exception):
+    """Base of relbot's errors; ``str(err)`` is one user-facing sentence."""
+
+
+class ConfigError(RelbotError):
+    """The configuration is invalid (the message names the key)."""
+
+
+class TagError(RelbotError):
+    """A release tag could not be parsed."""
+
+
+class StorageError(RelbotError):
+    """Staging or public storage could not be read or changed."""
+
+
+class StagingUnreachable(StorageError):
+    """The storage backend cannot be reached at all (network, permissions)."""
+
+
+class PromotionConflict(StorageError):
+    """A public file exists with content different from the file about to be promoted."""
+
+
+class StateLocked(RelbotError):
+    """Another process owns the state file."""

@@ -1,0 +1,59 @@
+"""Platform-neutral messages: what the gate answers and posts. Adapters render them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.domain.plan import PublishPlan
+    from bot.domain.readiness import Readiness
+
+
+class Tone(StrEnum):
+    INFO = "info"
+    SUCCESS = "success"
+    REFUSAL = "refusal"  # shown only to whoever typed the command (ephemeral)
+
+
+@dataclass(frozen=True)
+class ConfirmPrompt:
+    """The publish plan's call to action: the exact line, or a button carrying the code."""
+
+    tag: str
+    code: str
+
+    @property
+    def line(self) -> str:
+        return f"/publish {self.tag} confirm {self.code}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The answer to one command, for whoever typed it."""
+
+    text: str
+    tone: Tone = Tone.INFO
+    plan: PublishPlan | None = None
+    confirm: ConfirmPrompt | None = None
+
+    @property
+    def private(self) -> bool:
+        return self.tone is Tone.REFUSAL
+
+
+class ChannelKind(StrEnum):
+    SUMMARY = "summary"  # one per release, edited in place
+    NOTICE = "notice"  # claim withdrawn, hold, scheduler trouble
+    ANNOUNCEMENT = "announcement"  # published
+
+
+@dataclass(frozen=True)
+class ChannelMessage:
+    """A post in the release channel."""
+
+    kind: ChannelKind
+    tag: str | None
+    text: str
+    readiness: Readiness | None = None

@@ -1,0 +1,74 @@
+"""Ports: the small interfaces the gate needs from the world. Adapters implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.domain.files import Listing
+from bot.domain.plan import PublishPlan
+from bot.domain.tags import ReleaseTag
+from bot.messages import ChannelMessage
+
+
+@dataclass(frozen=True)
+class PromotionReport:
+    """What a promotion did: ``renamed`` folders moved whole, ``moved`` single files,
+    ``already`` files found public with the planned content (a resumed promotion)."""
+
+    renamed: tuple[str, ...] = ()
+    moved: int = 0
+    already: int = 0
+
+
+class Storage(Protocol):
+    """Staging and public folders. Blocking calls: the gate runs them in worker threads.
+
+    Errors are :class:`bot.errors.StorageError` (``StagingUnreachable`` when the backend
+    cannot be reached at all, ``PromotionConflict`` when a public file would be overwritten).
+    """
+
+    def staged_tags(self) -> list[str]:
+        """Names of the release folders in staging (one listing)."""
+        ...
+
+    def list_staging(self, tag: ReleaseTag) -> Listing | None:
+        """Every entry below the release's staging folder, or None if there is no folder.
+
+        One listing per folder; symlinks are reported (``regular=False``), never followed.
+        """
+        ...
+
+    def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
+        """SHA-256 (hex) of staged files, computed where the files are."""
+        ...
+
+    def promote(self, plan: PublishPlan) -> PromotionReport:
+        """Make the plan's files public, all at once where possible; idempotent.
+
+        Never overwrites a public file with different content: that raises
+        ``PromotionConflict`` before anything moves. Run again after a crash, it finishes
+        the job and reports what was already done.
+        """
+        ...
+
+    def staging_location(self, tag: ReleaseTag) -> str:
+        """Where people upload ``tag``'s files, for messages (``/srv/staging/3.14.1/``)."""
+        ...
+
+    def check(self) -> list[str]:
+        """Problems that would stop the bot from working, each a sentence with the fix."""
+        ...
+
+
+class Chat(Protocol):
+    """The release channel on one platform (or several, fanned out)."""
+
+    async def post(self, message: ChannelMessage) -> str:
+        """Post a new message; returns a reference usable with :meth:`update`."""
+        ...
+
+    async def update(self, ref: str, message: ChannelMessage) -> None:
+        """Replace a message posted earlier (the readiness summary is edited in place)."""
+        ...

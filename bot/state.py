@@ -1,0 +1,115 @@
+"""The state store: an append-only event log in SQLite (WAL), and the one-owner lock."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bot.domain.history import Event, EventKind, ReleaseState, fold
+from bot.domain.tags import ReleaseTag
+from bot.errors import StateLocked, StorageError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    at    REAL    NOT NULL,
+    tag   TEXT    NOT NULL,
+    actor TEXT    NOT NULL,
+    kind  TEXT    NOT NULL,
+    data  TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_tag ON events (tag, id);
+"""
+
+
+class StateStore:
+    """Events of every release in one SQLite file. Writes are durable when ``append`` returns."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StorageError(
+                f"{path} was written by a newer relbot (schema {version}, this one knows "
+                f"{SCHEMA_VERSION}); upgrade relbot."
+            )
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def append(self, tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Event:
+        at = self._clock()
+        text = json.dumps(data, sort_keys=True)
+        cursor = self._db.execute(
+            "INSERT INTO events (at, tag, actor, kind, data) VALUES (?, ?, ?, ?, ?)",
+            (at, str(tag), actor, kind.value, text),
+        )
+        assert cursor.lastrowid is not None
+        return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
+
+    def events(self, tag: ReleaseTag) -> list[Event]:
+        """``tag``'s events, oldest first."""
+        rows = self._db.execute(
+            "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
+            (str(tag),),
+        )
+        return [_event(row) for row in rows]
+
+    def release(self, tag: ReleaseTag) -> ReleaseState:
+        return fold(tag, self.events(tag))
+
+    def tags(self) -> list[ReleaseTag]:
+        """Every tag the log mentions."""
+        rows = self._db.execute("SELECT DISTINCT tag FROM events")
+        return sorted(ReleaseTag.parse(row[0]) for row in rows)
+
+
+def _event(row: tuple[int, float, str, str, str, str]) -> Event:
+    ident, at, tag, actor, kind, data = row
+    loaded: Mapping[str, Any] = json.loads(data)
+    return Event(ident, at, tag, actor, EventKind(kind), loaded)
+
+
+class OwnerLock:
+    """Held by the one ``relbot run`` that owns a state file, for as long as it runs."""
+
+    def __init__(self, state_path: Path) -> None:
+        self.path = state_path.with_name(state_path.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Raises :class:`StateLocked` at once if another process holds the lock."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StateLocked(
+                f"Another relbot (pid {owner}) is running on {self.path.with_suffix('')}; "
+                "stop it first, only one may own a state file."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,1 @@
+"""Storage backends: where staging and public folders live (local folders, or SFTP)."""

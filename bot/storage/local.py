@@ -1,0 +1,185 @@
+"""The Storage port on folders of this machine (the default, and the rehearsal backend)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.domain.files import StagedFile
+from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.tags import ReleaseTag
+from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.ports import PromotionReport
+from bot.storage.promotion import FolderMove, folder_moves, join
+
+
+class LocalStorage:
+    """Staging and public are folders on one filesystem, so a rename is atomic."""
+
+    def __init__(self, staging: Path, public: Path) -> None:
+        self.staging = staging
+        self.public = public
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def staged_tags(self) -> list[str]:
+        try:
+            return sorted(
+                e.name for e in os.scandir(self.staging) if e.is_dir(follow_symlinks=False)
+            )
+        except FileNotFoundError:
+            return []
+        except OSError as err:
+            raise StagingUnreachable(
+                f"Cannot read staging {self.staging}: {err.strerror}."
+            ) from err
+
+    def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
+        root = self.staging / str(tag)
+        try:
+            return dict(_walk(root, ""))
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise StagingUnreachable(f"Cannot list {root}: {err.strerror}.") from err
+
+    def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
+        root = self.staging / str(tag)
+        return {path: _sha256(_inside(root, path)) for path in paths}
+
+    def staging_location(self, tag: ReleaseTag) -> str:
+        return f"{self.staging / str(tag)}/"
+
+    def check(self) -> list[str]:
+        problems = []
+        for name, folder in (("staging", self.staging), ("public", self.public)):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                problems.append(f"storage.{name}: cannot create {folder} ({err.strerror}).")
+                continue
+            if not os.access(folder, os.W_OK | os.X_OK):
+                problems.append(f"storage.{name}: {folder} is not writable by this user.")
+        if not problems and self.staging.stat().st_dev != self.public.stat().st_dev:
+            problems.append(
+                f"storage: staging {self.staging} and public {self.public} are on different "
+                "filesystems, so publishing cannot be one rename; put them on the same one."
+            )
+        return problems
+
+    # -- promotion -------------------------------------------------------------------------
+
+    def promote(self, plan: PublishPlan) -> PromotionReport:
+        root = self.staging / str(plan.tag)
+        self._refuse_conflicts(root, plan)
+        renamed: list[str] = []
+        moved = already = 0
+        for move in folder_moves(plan):
+            source, target = _inside(root, move.source), _inside(self.public, move.target)
+            if not target.exists() and self._holds_exactly(source, move):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._rename(source, target)
+                _fsync_dir(target.parent)
+                renamed.append(move.target)
+                continue
+            for f in move.files:
+                if self._move_file(_inside(root, f.path), _inside(self.public, f.target), f):
+                    moved += 1
+                else:
+                    already += 1
+        _prune_empty(root)
+        return PromotionReport(tuple(renamed), moved, already)
+
+    def _refuse_conflicts(self, root: Path, plan: PublishPlan) -> None:
+        """Check every target before anything moves: an existing public file must be the
+        planned content; a file in neither place means the plan cannot be completed."""
+        for f in plan.files:
+            source, target = _inside(root, f.path), _inside(self.public, f.target)
+            if target.exists():
+                if _sha256(target) != f.sha256:
+                    raise PromotionConflict(
+                        f"{f.target} is already public with different content; "
+                        "nothing was moved (remove or rename one of them first)."
+                    )
+            elif not source.exists():
+                raise StorageError(f"{f.path} is neither in staging nor public; re-run /publish.")
+
+    def _holds_exactly(self, source: Path, move: FolderMove) -> bool:
+        """Whether the staging folder holds exactly the move's files (so a rename moves
+        nothing unplanned), once inner folders that move on their own are gone."""
+        if not source.is_dir():
+            return False
+        present = {join(move.source, path) for path, _ in _walk(source, "")}
+        return present == {f.path for f in move.files}
+
+    def _move_file(self, source: Path, target: Path, f: PlanFile) -> bool:
+        """No-clobber move; returns False when the file was already public (a resumed move)."""
+        if not source.exists():
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._link(source, target)
+        except FileExistsError:
+            # The target appeared since the conflict check, or a crash hit between link and
+            # unlink: fine only if it is the planned content.
+            if _sha256(target) != f.sha256:
+                raise PromotionConflict(
+                    f"{f.target} appeared in public with different content while publishing."
+                ) from None
+        source.unlink()
+        return True
+
+    # The two primitive moves, kept apart so tests can inject a crash between them.
+    def _rename(self, source: Path, target: Path) -> None:
+        os.rename(source, target)
+
+    def _link(self, source: Path, target: Path) -> None:
+        os.link(source, target)
+
+
+def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:
+    """One ``scandir`` per folder; symlinks are reported, never followed."""
+    found = []
+    for entry in os.scandir(folder):
+        path = join(prefix, entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            found += _walk(Path(entry.path), path)
+            continue
+        st = entry.stat(follow_symlinks=False)
+        regular = entry.is_file(follow_symlinks=False)
+        found.append((path, StagedFile(path, st.st_size, st.st_mtime, regular)))
+    return found
+
+
+def _inside(root: Path, relative: str) -> Path:
+    """``root / relative``, refusing anything that would step outside ``root``."""
+    path = root / relative if relative else root
+    if ".." in Path(relative).parts or Path(relative).is_absolute():
+        raise StorageError(f"{relative!r} is not a path inside {root}.")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _prune_empty(folder: Path) -> None:
+    """Remove the release's staging folders left empty by the moves, innermost first."""
+    if not folder.is_dir():
+        return
+    for dirpath, _dirnames, _files in sorted(os.walk(folder), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            continue  # not empty: someone staged more since the plan; leave it
