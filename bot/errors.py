@@ -27,3 +27,7 @@ class PromotionConflict(StorageError):
 
 class StateLocked(RelbotError):
     """Another process owns the state file."""
+
+
+class RegistryError(RelbotError):
+    """The release database refused or could not be reached."""

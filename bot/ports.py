@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from bot.domain.files import Listing
@@ -71,4 +72,55 @@ class Chat(Protocol):
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace a message posted earlier (the readiness summary is edited in place)."""
+        ...
+
+
+class SignatureStatus(StrEnum):
+    VALID = "valid"
+    MISSING = "missing"
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class SignatureResult:
+    """The verdict on one file's ``FILE.sigstore`` bundle; ``reason`` says why when invalid
+    (wrong signer, wrong issuer, digest mismatch, malformed or too-old bundle)."""
+
+    path: str
+    status: SignatureStatus
+    reason: str = ""
+
+
+class SignatureVerifier(Protocol):
+    """Checks a Sigstore bundle against a SHA-256 computed by storage (files are never read
+    whole). Blocking; the gate runs it in a worker thread."""
+
+    def verify(
+        self, tag: ReleaseTag, path: str, sha256: str, bundle: bytes | None
+    ) -> SignatureResult:
+        """``bundle`` is None when ``path + ".sigstore"`` is not staged."""
+        ...
+
+
+@dataclass(frozen=True)
+class RegistryReport:
+    created: int = 0
+    replaced: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+
+
+class Registry(Protocol):
+    """The release database (python.org's "addfiles"). Blocking; run in worker threads.
+
+    Errors are :class:`bot.errors.RegistryError` with a sentence fit for the channel.
+    """
+
+    def preflight(self, tag: ReleaseTag) -> None:
+        """Raise unless the release record exists and the credentials may write to it."""
+        ...
+
+    def sync(self, plan: PublishPlan) -> RegistryReport:
+        """Make the release's file records match the published plan, by difference;
+        running it again is a no-op."""
         ...
