@@ -10,7 +10,7 @@ from enum import StrEnum
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -69,6 +69,8 @@ class ProfileSpec(_Strict):
     sidecars: list[SidecarRule] = Field(default_factory=list)
     roles: dict[str, RoleSpec]
     signers: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    # Free-form tables read by the port that needs them (bot/registry.py reads [pydotorg]).
+    pydotorg: dict[str, Any] = Field(default_factory=dict)
 
 
 class FileKind(StrEnum):
