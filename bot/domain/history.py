@@ -28,6 +28,7 @@ class EventKind(StrEnum):
     STEP_STARTED = "step-started"  # step
     STEP_DONE = "step-done"  # step, detail
     PUBLISHED = "published"  # files, size
+    ABORTED = "aborted"  # reason: a publish stopped before anything moved
     REFUSED = "refused"  # command, reason (audit only: changes no state)
 
 
@@ -122,6 +123,9 @@ def _apply(state: ReleaseState, event: Event) -> None:
         case EventKind.PUBLISHED:
             state.published_at = event.at
             state.published_by = state.publisher or event.actor
+        case EventKind.ABORTED:
+            state.publishing, state.publisher = None, None
+            state.steps_done.clear()
         case EventKind.STEP_STARTED | EventKind.REFUSED:
             pass
 

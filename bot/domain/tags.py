@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from bot.errors import TagError
 
-_TAG_RE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:(a|b|rc)(\d{1,3}))?")
+_TAG_RE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:(a|b|rc)(\d{1,3}))?", re.ASCII)
 
 
 class Stage(StrEnum):

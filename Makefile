@@ -1,0 +1,38 @@
+# `make run`: the bot on the built-in local default (console, local folders, SQLite).
+# `make test`: installs what the tests need (Python deps, Debian's openssh-server), then
+# lints, type-checks and runs the tests.
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: run test install system-deps lint bench
+
+$(BIN)/relbot: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(BIN)/relbot
+
+run: install
+	$(BIN)/relbot run
+
+# The SFTP tests start a real sshd on 127.0.0.1.
+system-deps:
+	@test -x /usr/sbin/sshd || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssh-server >/dev/null; }
+
+lint: install
+	$(BIN)/ruff check bot adapters tests bench
+	$(BIN)/ruff format --check bot adapters tests bench
+	$(BIN)/mypy --strict bot adapters
+
+test: install system-deps lint
+	$(BIN)/pytest
+
+bench: install system-deps
+	$(BIN)/python bench/promotion_bench.py

@@ -1,0 +1,60 @@
+"""The composition root: builds the ports the config asks for and wires them into a gate."""
+
+from __future__ import annotations
+
+from bot.config import Config
+from bot.gate import Gate
+from bot.ports import Chat, Registry, Storage
+from bot.state import StateStore
+from bot.storage.local import LocalStorage
+
+
+def build_storage(config: Config) -> Storage:
+    """The storage backend of ``[storage]``. SFTP reads the key's passphrase from the env."""
+    settings = config.model.storage
+    if settings.kind == "local":
+        return LocalStorage(config.path(settings.staging), config.path(settings.public))
+    from bot.storage.sftp import SftpStorage  # paramiko is only loaded when used
+
+    assert settings.host and settings.user and settings.key_file and settings.known_hosts
+    passphrase = (
+        config.secret("storage.passphrase_env", settings.passphrase_env)
+        if settings.passphrase_env
+        else None
+    )
+    return SftpStorage(
+        host=settings.host,
+        port=settings.port,
+        user=settings.user,
+        key_file=config.path(settings.key_file),
+        known_hosts=config.path(settings.known_hosts),
+        staging=settings.staging,
+        public=settings.public,
+        passphrase=passphrase,
+        group=settings.group,
+    )
+
+
+def build_registry(config: Config) -> Registry | None:
+    """The release database of ``[pydotorg]``, or None with ``kind = "none"``."""
+    settings = config.model.pydotorg
+    if settings.kind == "none":
+        return None
+    from bot.registry import PydotorgRegistry
+
+    auth = config.secret("pydotorg.auth_env", settings.auth_env)
+    return PydotorgRegistry(settings.url, auth, config.profile)
+
+
+def build_gate(
+    config: Config, chat: Chat, *, store: StateStore | None = None, connect: bool = True
+) -> Gate:
+    """A gate on the configured storage and state. ``connect=False`` leaves out the services
+    that need secrets (for ``relbot status``, which must work without them)."""
+    return Gate(
+        config,
+        store or StateStore(config.state_path),
+        build_storage(config),
+        chat,
+        registry=build_registry(config) if connect else None,
+    )

@@ -1,0 +1,193 @@
+"""The ``relbot`` command line: run, manifest, status, audit, check."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot import __version__
+from bot.app import build_gate, build_registry, build_storage
+from bot.config import Config, load_config
+from bot.demo import DEMO_TAG, stage_demo
+from bot.domain.tags import ReleaseTag
+from bot.errors import RelbotError
+from bot.messages import ChannelMessage
+from bot.render import audit_line
+from bot.state import OwnerLock, StateStore
+
+log = logging.getLogger("relbot")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = load_config(args.config)
+        result: int = args.func(config, args)
+        return result
+    except RelbotError as err:
+        print(f"relbot: {err}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relbot", description="Stage release files; publish them all at once."
+    )
+    parser.add_argument("--version", action="version", version=f"relbot {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, help="config file (default: ./relbot.toml)")
+    common.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", parents=[common], help="run the bot")
+    run.add_argument(
+        "--platform", action="append", default=[], metavar="NAME", help="console, slack, discord"
+    )
+    run.add_argument("--as", dest="speaker", metavar="PERSON", help="console: who is typing")
+    run.set_defaults(func=_run)
+
+    manifest = sub.add_parser("manifest", parents=[common], help="the expected files of TAG")
+    manifest.add_argument("tag")
+    manifest.set_defaults(func=_manifest)
+
+    status = sub.add_parser("status", parents=[common], help="readiness of TAG or every release")
+    status.add_argument("tag", nargs="?")
+    status.set_defaults(func=_status)
+
+    audit = sub.add_parser("audit", parents=[common], help="the audit trail of TAG")
+    audit.add_argument("tag")
+    audit.set_defaults(func=_audit)
+
+    check = sub.add_parser("check", parents=[common], help="validate config, reach services")
+    check.set_defaults(func=_check)
+    return parser
+
+
+def _run(config: Config, args: argparse.Namespace) -> int:
+    platforms = args.platform or config.platforms() or ["console"]
+    unknown = [p for p in platforms if p not in ("console", "slack", "discord")]
+    if unknown:
+        raise RelbotError(f"--platform: unknown platform {unknown[0]!r} (console, slack, discord).")
+    if platforms != ["console"]:
+        raise RelbotError(
+            f"the {', '.join(p for p in platforms if p != 'console')} platform is not part of "
+            "this version yet; run with --platform console."
+        )
+    lock = OwnerLock(config.state_path)
+    lock.acquire()
+    try:
+        return asyncio.run(_run_console(config, args.speaker))
+    finally:
+        lock.release()
+
+
+async def _run_console(config: Config, speaker: str | None) -> int:
+    from adapters.console import Console, ConsoleChat
+    from bot.scheduler import Poller
+
+    people = list(config.people)
+    if not people:
+        raise RelbotError("people: the config names nobody; add a [people.NAME] table.")
+    speaker = speaker or people[0]
+    if speaker not in people:
+        raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
+    _first_start(config)
+    gate = build_gate(config, ConsoleChat(sys.stdout))
+    poller = Poller(gate, config.model.poll_interval)
+    _banner(config, speaker)
+    return await Console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
+
+
+def _first_start(config: Config) -> None:
+    """The built-in default stages a demo release the first time it runs in a folder."""
+    staging = config.path(config.model.storage.staging)
+    first = config.origin == "built-in default" and not config.state_path.exists()
+    if first and not staging.exists():
+        stage_demo(staging, config.profile)
+
+
+def _banner(config: Config, speaker: str) -> None:
+    others = ", ".join(p for p in config.people if p != speaker)
+    lines = [
+        f"relbot {__version__}, console platform ({config.origin}). You are {speaker}; "
+        f"'/as NAME' speaks as someone else ({others}). /help lists the commands; "
+        "end of input (Ctrl-D) quits.",
+    ]
+    staging = config.path(config.model.storage.staging)
+    if config.origin == "built-in default" and (staging / str(DEMO_TAG)).is_dir():
+        tag = DEMO_TAG
+        lines.append(
+            f"A demo release {tag} is staged in {staging / str(tag)}/. Try: /status {tag}, "
+            f"/ready source {tag}, /ready docs {tag}, /as steve, /ready windows {tag}, "
+            f"/as ned, /ready macos {tag}, /as hugo, /publish {tag}, then the confirm line it "
+            "prints."
+        )
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def _manifest(config: Config, args: argparse.Namespace) -> int:
+    tag = ReleaseTag.parse(args.tag)
+    for expected in config.profile.expected(tag):
+        print(f"{expected.role}\t{expected.path}")
+    return 0
+
+
+class _Silent:
+    """A channel nobody reads: ``relbot status`` only wants the reply."""
+
+    async def post(self, message: ChannelMessage) -> str:
+        return ""
+
+    async def update(self, ref: str, message: ChannelMessage) -> None:
+        return None
+
+
+def _status(config: Config, args: argparse.Namespace) -> int:
+    gate = build_gate(config, _Silent(), connect=False)
+    line = f"/status {args.tag}" if args.tag else "/status"
+    reply = asyncio.run(gate.handle("cli", "status", line))
+    print(reply.text)
+    return 1 if reply.private else 0
+
+
+def _audit(config: Config, args: argparse.Namespace) -> int:
+    tag = ReleaseTag.parse(args.tag)
+    if not config.state_path.exists():
+        print(
+            f"relbot: no state file at {config.state_path}; nothing recorded yet.", file=sys.stderr
+        )
+        return 1
+    store = StateStore(config.state_path)
+    for event in store.events(tag):
+        print(audit_line(event))
+    return 0
+
+
+def _check(config: Config, args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    try:
+        problems += build_storage(config).check()
+    except RelbotError as err:
+        problems.append(str(err))
+    try:
+        build_registry(config)
+    except RelbotError as err:
+        problems.append(str(err))
+    for platform in config.platforms():
+        problems.append(f"{platform}: this version cannot connect to {platform} yet.")
+    if problems:
+        print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
+        return 1
+    print(f"relbot check: {config.origin} is valid and every configured service answers.")
+    return 0

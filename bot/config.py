@@ -1,0 +1,213 @@
+"""The configuration file (TOML), validated strictly: unknown keys and wrong types are errors
+that name the key. Secrets are never in the file, only the names of environment variables."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bot.domain.profile import Profile, load_profile
+from bot.errors import ConfigError
+
+DEFAULT_CONFIG_NAME = "relbot.toml"
+_BRANCH_RE = re.compile(r"\d+\.\d+")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StorageConfig(_Section):
+    kind: Literal["local", "sftp"] = "local"
+    staging: str = "relbot-data/staging"
+    public: str = "relbot-data/public"
+    host: str | None = None
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    passphrase_env: str | None = None  # env var holding the key's passphrase, if any
+    group: str | None = None  # e.g. "downloads": published files get this group
+
+
+class SignaturesConfig(_Section):
+    require: bool = False
+    trusted_root: str = "production"
+    identities: dict[str, tuple[str, str]] = Field(default_factory=dict)
+
+    @field_validator("identities")
+    @classmethod
+    def _branches(cls, value: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+        for branch in value:
+            if not _BRANCH_RE.fullmatch(branch):
+                raise ValueError(f"{branch!r} is not a branch like 3.14")
+        return value
+
+
+class PydotorgConfig(_Section):
+    kind: Literal["none", "api"] = "none"
+    url: str = "https://www.python.org/api/v1/"
+    auth_env: str = "PYDOTORG_AUTH"
+
+
+class CdnConfig(_Section):
+    purge: list[str] | None = None  # URL templates; None: the profile's defaults
+
+
+class SlackConfig(_Section):
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    channel: str
+    mode: Literal["socket", "http"] = "socket"
+    app_token_env: str = "SLACK_APP_TOKEN"
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    port: int = Field(default=3000, ge=1, le=65535)
+    api_url: str = "https://slack.com/api/"
+
+
+class DiscordConfig(_Section):
+    token_env: str = "DISCORD_TOKEN"
+    guild: int
+    channel: int
+    api_url: str = "https://discord.com/api/v10"
+
+
+class HealthConfig(_Section):
+    port: int = Field(default=9110, ge=1, le=65535)
+
+
+class PersonConfig(_Section):
+    rm: list[str] = Field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
+    slack: str | None = None
+    discord: str | None = None
+
+    @field_validator("rm")
+    @classmethod
+    def _branches(cls, value: list[str]) -> list[str]:
+        for branch in value:
+            if not _BRANCH_RE.fullmatch(branch):
+                raise ValueError(f"{branch!r} is not a branch like 3.14")
+        return value
+
+
+class ConfigModel(_Section):
+    profile: str = "cpython"
+    state: str = "relbot-data/state.db"
+    poll_interval: int = Field(default=30, ge=1)
+    confirm_timeout: int = Field(default=600, ge=10)
+    storage: StorageConfig = StorageConfig()
+    signatures: SignaturesConfig = SignaturesConfig()
+    pydotorg: PydotorgConfig = PydotorgConfig()
+    cdn: CdnConfig | None = None
+    slack: SlackConfig | None = None
+    discord: DiscordConfig | None = None
+    health: HealthConfig | None = None
+    people: dict[str, PersonConfig] = Field(default_factory=dict)
+
+
+class Config:
+    """A validated configuration, with paths resolved against the config file's folder."""
+
+    def __init__(self, model: ConfigModel, base: Path, origin: str) -> None:
+        self.model = model
+        self.base = base
+        self.origin = origin  # the file it came from, or "built-in default"
+        self.profile: Profile = load_profile(model.profile, base)
+        self._check_people()
+
+    @property
+    def people(self) -> Mapping[str, PersonConfig]:
+        return self.model.people
+
+    @property
+    def state_path(self) -> Path:
+        return self.path(self.model.state)
+
+    def path(self, value: str) -> Path:
+        """A path from the config, relative to the config file's folder."""
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else self.base / path
+
+    def platforms(self) -> list[str]:
+        """The chat platforms configured (a platform is on when its table is present)."""
+        return [name for name in ("slack", "discord") if getattr(self.model, name) is not None]
+
+    def secret(self, key: str, env_name: str) -> str:
+        """Read a secret from the environment; ``key`` names the config key for the error."""
+        value = os.environ.get(env_name)
+        if not value:
+            raise ConfigError(f"{key}: the environment variable {env_name} is not set.")
+        return value
+
+    def _check_people(self) -> None:
+        roles = self.profile.roles
+        for name, person in self.model.people.items():
+            for role in person.roles:
+                if role not in roles:
+                    raise ConfigError(
+                        f"{self.origin}: people.{name}.roles: {role!r} is not a role of the "
+                        f"{self.profile.name} profile ({', '.join(roles)})."
+                    )
+        storage = self.model.storage
+        if storage.kind == "sftp":
+            for key in ("host", "user", "key_file", "known_hosts"):
+                if getattr(storage, key) is None:
+                    raise ConfigError(f"{self.origin}: storage.{key} is required for sftp.")
+
+
+def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
+    """Load ``path``; without one, ``./relbot.toml`` if present, else the built-in default.
+
+    Raises :class:`ConfigError` with one sentence per problem, each naming its key.
+    """
+    cwd = cwd or Path.cwd()
+    if path is None and (cwd / DEFAULT_CONFIG_NAME).is_file():
+        path = cwd / DEFAULT_CONFIG_NAME
+    if path is None:
+        return Config(ConfigModel.model_validate(DEFAULT_CONFIG), cwd, "built-in default")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config ({err.strerror}).") from err
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML ({err}).") from err
+    return Config(parse_model(data, str(path)), path.resolve().parent, str(path))
+
+
+def parse_model(data: Mapping[str, Any], origin: str) -> ConfigModel:
+    try:
+        return ConfigModel.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError("\n".join(_describe(origin, e) for e in err.errors())) from err
+
+
+def _describe(origin: str, error: Any) -> str:
+    key = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{origin}: {key}: unknown key."
+    if error["type"] == "missing":
+        return f"{origin}: {key}: required key is missing."
+    return f"{origin}: {key}: {error['msg']}."
+
+
+# The embedded local default: a demo team rehearsing on folders under ./relbot-data/.
+DEFAULT_CONFIG: dict[str, Any] = {
+    "profile": "cpython",
+    "state": "relbot-data/state.db",
+    "storage": {
+        "kind": "local",
+        "staging": "relbot-data/staging",
+        "public": "relbot-data/public",
+    },
+    "people": {
+        "hugo": {"rm": ["3.14", "3.15"], "roles": ["source", "docs"]},
+        "steve": {"roles": ["windows"]},
+        "ned": {"roles": ["macos"]},
+    },
+}

@@ -1,0 +1,21 @@
+"""The demo release that the built-in local default stages on first start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.domain.profile import Profile
+from bot.domain.tags import ReleaseTag
+
+DEMO_TAG = ReleaseTag.parse("3.14.1")
+
+
+def stage_demo(staging: Path, profile: Profile, tag: ReleaseTag = DEMO_TAG) -> list[Path]:
+    """Write a small stand-in for every required file of ``tag``; returns the files written."""
+    written = []
+    for expected in profile.expected(tag):
+        path = staging / str(tag) / expected.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"relbot demo: {expected.path} ({expected.role})\n", encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,150 @@
+"""The chat command grammar: one line in, one command (or one sentence saying what is wrong).
+
+Like prow's commands, the grammar is line-anchored: the line must start with the command.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.domain.tags import ReleaseTag, quote_input
+from bot.errors import RelbotError, TagError
+
+MAX_LINE = 1000
+CODE_RE = re.compile(r"[A-Z0-9]{6,12}")
+
+
+class CommandError(RelbotError):
+    """A line that is not a valid command; the message says what to type instead."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    role: str
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
+class Unready:
+    role: str
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
+class Status:
+    tag: ReleaseTag | None
+
+
+@dataclass(frozen=True)
+class Hold:
+    tag: ReleaseTag
+    reason: str
+
+
+@dataclass(frozen=True)
+class Unhold:
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
+class Publish:
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
+class Confirm:
+    tag: ReleaseTag
+    code: str
+
+
+@dataclass(frozen=True)
+class Respin:
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
+class Help:
+    pass
+
+
+Command = Ready | Unready | Status | Hold | Unhold | Publish | Confirm | Respin | Help
+
+# verb → (usage, example): help text and usage errors come from this one table.
+USAGE: dict[str, tuple[str, str]] = {
+    "ready": ("/ready ROLE TAG", "/ready macos 3.14.1"),
+    "unready": ("/unready ROLE TAG", "/unready macos 3.14.1"),
+    "status": ("/status [TAG]", "/status 3.14.1"),
+    "hold": ("/hold TAG [reason…]", "/hold 3.14.1 macOS installer fails to notarize"),
+    "unhold": ("/unhold TAG", "/unhold 3.14.1"),
+    "publish": ("/publish TAG, then /publish TAG confirm <code>", "/publish 3.14.1"),
+    "respin": ("/respin TAG", "/respin 3.14.1"),
+    "help": ("/help", "/help"),
+}
+
+
+def parse_command(line: str, roles: Sequence[str]) -> Command:
+    """Parse one chat line; raises :class:`CommandError` with a sentence on anything else."""
+    if len(line) > MAX_LINE:
+        raise CommandError(
+            f"That message is {len(line):,} characters long; a command is at most "
+            f"{MAX_LINE:,}. Type /help for the commands."
+        )
+    words = line.split()
+    if not words:
+        raise CommandError("Type a command such as /status or /help.")
+    verb = words[0].lower()
+    if not verb.startswith("/"):
+        raise CommandError("Commands start with '/'; type /help for the list.")
+    verb = verb[1:]
+    if verb not in USAGE:
+        raise CommandError(f"{quote_input(words[0])} is not a command; type /help for the list.")
+    args = words[1:]
+    try:
+        return _build(verb, args, roles)
+    except TagError as err:
+        raise CommandError(str(err)) from err
+
+
+def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
+    match verb, args:
+        case (("ready" | "unready"), [role, tag]):
+            kind = Ready if verb == "ready" else Unready
+            return kind(_role(role, roles), ReleaseTag.parse(tag.lower()))
+        case "status", []:
+            return Status(None)
+        case "status", [tag]:
+            return Status(ReleaseTag.parse(tag.lower()))
+        case "hold", [tag, *reason]:
+            return Hold(ReleaseTag.parse(tag.lower()), " ".join(reason))
+        case "unhold", [tag]:
+            return Unhold(ReleaseTag.parse(tag.lower()))
+        case "publish", [tag]:
+            return Publish(ReleaseTag.parse(tag.lower()))
+        case "publish", [tag, word, code] if word.lower() == "confirm":
+            parsed = ReleaseTag.parse(tag.lower())
+            if not CODE_RE.fullmatch(code.upper()):
+                # Never echo the attempt: refusals must not print anything like a code.
+                raise CommandError(
+                    "A confirmation code is 6 to 12 letters and digits; copy it from the "
+                    f"publish plan, or type /publish {parsed} for a new plan."
+                )
+            return Confirm(parsed, code.upper())
+        case "respin", [tag]:
+            return Respin(ReleaseTag.parse(tag.lower()))
+        case "help", _:
+            return Help()
+    usage, example = USAGE[verb]
+    return _usage_error(usage, example)
+
+
+def _usage_error(usage: str, example: str) -> Command:
+    raise CommandError(f"Usage: {usage} (for example {example}).")
+
+
+def _role(word: str, roles: Sequence[str]) -> str:
+    role = word.lower()
+    if role not in roles:
+        raise CommandError(f"{quote_input(word)} is not a role; roles are {', '.join(roles)}.")
+    return role

@@ -1,0 +1,137 @@
+"""Plain-text rendering of readiness, plans and help: the console's output, and the text
+fallback that richer platforms send along with their blocks and embeds."""
+
+from __future__ import annotations
+
+import time
+
+from bot.domain.commands import USAGE
+from bot.domain.history import Event, EventKind, ReleaseState
+from bot.domain.plan import PublishPlan
+from bot.domain.readiness import Readiness, RoleReadiness
+
+HELP_LINES = {
+    "ready": "say your ROLE's files for TAG are staged and final (checked now)",
+    "unready": "withdraw that claim",
+    "status": "what is ready, missing or blocking, for TAG or every open release",
+    "hold": "block publishing until /unhold TAG",
+    "unhold": "lift a hold (the holder or the release manager)",
+    "publish": "release manager: see the plan, then confirm with the code it gives",
+    "respin": "release manager: withdraw every claim and pending confirmation of TAG",
+    "help": "this list",
+}
+
+
+def help_text(roles: tuple[str, ...]) -> str:
+    lines = ["relbot commands (ROLE is one of " + ", ".join(roles) + "):"]
+    for verb, (usage, example) in USAGE.items():
+        lines.append(f"  {usage:<48} {HELP_LINES[verb]}; e.g. {example}")
+    return "\n".join(lines)
+
+
+def count(n: int, noun: str) -> str:
+    """``1 file``, ``7 files``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def size_text(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+
+
+def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
+    """(status word, detail) for one role of the summary."""
+    required = [f for f in role.files if f.required]
+    if role.problems:
+        detail = ", ".join(f.describe() for f in role.problems)
+        return "incomplete", f"{len(role.problems)} of {len(required)} files not ready: {detail}"
+    size = size_text(sum(f.size or 0 for f in role.present))
+    if role.claim is not None:
+        return "ready", f"{role.claim.person}, {count(len(role.present), 'file')}, {size}"
+    detail = f"{count(len(role.present), 'file')}, {size}; waiting for /ready {role.role} {tag}"
+    if role.withdrawal is not None:
+        return "withdrawn", f"{role.withdrawal.reason}; {detail}"
+    return "complete", detail
+
+
+def summary_text(readiness: Readiness, state: ReleaseState) -> str:
+    tag = str(readiness.tag)
+    if state.is_published and state.published_at is not None:
+        return f"{tag}: published by {state.published_by} at {when(state.published_at)}."
+    total = len(readiness.roles)
+    ready = sum(1 for r in readiness.roles if r.claim is not None and r.complete)
+    if state.publishing is not None:
+        head = f"{tag}: publishing now (confirmed by {state.publisher})"
+    elif readiness.publishable:
+        head = f"{tag}: all {total} roles ready; publishable (RM: /publish {tag})"
+    else:
+        head = f"{tag}: {ready} of {total} roles ready; not publishable yet"
+    lines = [head]
+    for role in readiness.roles:
+        word, detail = role_line(role, tag)
+        lines.append(f"  {role.role:<8} {word:<10} {detail}")
+    lines += [f"  staging: {f.describe()}" for f in readiness.stray]
+    lines += [
+        f"  on hold by {h.person}" + (f": {h.reason}" if h.reason else "") for h in readiness.holds
+    ]
+    lines += [f"  blocked: {b}" for b in readiness.extra_blockers]
+    return "\n".join(lines)
+
+
+def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
+    lines = [f"Publish plan for {plan.tag}: {len(plan.files)} files, {size_text(plan.total_size)}."]
+    for role, files in plan.by_role().items():
+        folders = sorted({f.target.rsplit("/", 1)[0] for f in files})
+        lines.append(
+            f"  {role:<8} {count(len(files), 'file'):<9} -> {', '.join(f + '/' for f in folders)}"
+        )
+    lines.append(
+        "Every file becomes public together (one rename into a new folder, otherwise one "
+        "millisecond batch), then the release is registered and announced."
+    )
+    lines.append(f"To publish, type within {minutes} minutes: {code_line}")
+    return "\n".join(lines)
+
+
+def audit_line(event: Event) -> str:
+    """One line of ``relbot audit``: when, who, what."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(event.at))
+    return f"{stamp}  {event.actor:<10} {event.kind.value:<13} {_event_detail(event)}".rstrip()
+
+
+def _event_detail(event: Event) -> str:
+    data = event.data
+    match event.kind:
+        case EventKind.CLAIMED:
+            return f"{data['role']}: {count(len(data['snapshot']), 'file')}"
+        case EventKind.WITHDRAWN:
+            return f"{data['role']}: {data['reason']}"
+        case EventKind.HELD:
+            return str(data.get("reason", ""))
+        case EventKind.UNHELD:
+            return f"hold of {data['holder']}"
+        case EventKind.PLANNED:
+            files = data["plan"]["files"]
+            return f"{len(files)} files, plan {data['plan']['digest'][:12]}, code valid until " + (
+                time.strftime("%H:%M:%SZ", time.gmtime(float(data["expires_at"])))
+            )
+        case EventKind.CONFIRMED:
+            return f"plan {str(data['digest'])[:12]}"
+        case EventKind.STEP_STARTED:
+            return str(data["step"])
+        case EventKind.STEP_DONE:
+            return f"{data['step']}: {data.get('detail', '')}"
+        case EventKind.PUBLISHED:
+            return f"{data['files']} files, {size_text(int(data['size']))}"
+        case EventKind.REFUSED:
+            return f"{data['command']!r}: {data['reason']}"
+        case _:
+            return str(data.get("reason", ""))
