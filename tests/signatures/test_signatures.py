@@ -219,10 +219,7 @@ def test_a_bundle_from_the_other_trust_root_is_rejected(
     assert result.reason == f"wrong trust root: {reason}"
 
 
-def test_a_trust_root_that_knows_neither_log_nor_ca_is_named_in_the_reason(
-    tmp_path: Path,
-) -> None:
-    # A custom root with the production CA and logs but none of staging's.
+def test_a_custom_trust_root_is_named_by_its_file(tmp_path: Path) -> None:
     production = Path(__file__).parents[2] / "bot" / "data" / "trusted_roots" / "production.json"
     root_file = tmp_path / "private_root.json"
     root_file.write_bytes(production.read_bytes())
@@ -232,10 +229,20 @@ def test_a_trust_root_that_knows_neither_log_nor_ca_is_named_in_the_reason(
     )
 
     assert result.status is SignatureStatus.INVALID
-    assert (
-        result.reason
-        == "wrong trust root: signed with Sigstore staging, checked against private_root.json"
+    assert result.reason == (
+        "wrong trust root: signed with Sigstore staging, checked against private_root.json"
     )
+
+
+def test_a_transparency_log_no_pinned_root_knows_is_rejected() -> None:
+    document = json.loads(STAGING_V3.bundle_bytes)
+    entry = document["verificationMaterial"]["tlogEntries"][0]
+    entry["logId"]["keyId"] = base64.b64encode(hashlib.sha256(b"elsewhere").digest()).decode()
+
+    result = check(STAGING_V3, bundle=json.dumps(document).encode())
+
+    assert result.status is SignatureStatus.INVALID
+    assert result.reason == "wrong trust root: its transparency log is not in staging"
 
 
 @pytest.mark.parametrize(
@@ -400,7 +407,7 @@ def test_a_sha256_that_is_not_hex_is_a_caller_bug() -> None:
 
 @pytest.mark.parametrize("name", ["no-such-root", "prod"])
 def test_an_unknown_trusted_root_is_a_config_error(name: str) -> None:
-    with pytest.raises(ConfigError, match="signatures.trusted_root"):
+    with pytest.raises(ConfigError, match=r"signatures\.trusted_root"):
         verifier_for(name, WILLIAM)
 
 
@@ -411,7 +418,7 @@ def test_a_trusted_root_file_that_is_not_a_root_is_a_config_error(
     root_file = tmp_path / "root.json"
     root_file.write_bytes(content)
 
-    with pytest.raises(ConfigError, match=r"signatures.trusted_root: root.json is not a usable"):
+    with pytest.raises(ConfigError, match=r"signatures\.trusted_root: root\.json is not a usable"):
         verifier_for(str(root_file), WILLIAM)
 
 
