@@ -1,0 +1,184 @@
+"""Shared fixtures: a release team on real folders and a real SQLite file, with a channel that
+records what the bot posts and a clock the tests move."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+from bot.config import load_config
+from bot.domain.history import EventKind
+from bot.domain.tags import ReleaseTag
+from bot.gate import Gate
+from bot.messages import ChannelKind, ChannelMessage, Reply
+from bot.state import StateStore
+from bot.storage.local import LocalStorage
+
+TEAM_TOML = """
+    profile = "cpython"
+    state = "data/state.db"
+    confirm_timeout = 600
+
+    [storage]
+    kind = "local"
+    staging = "data/staging"
+    public = "data/public"
+
+    [people.hugo]
+    rm = ["3.14", "3.15"]
+    roles = ["source", "docs"]
+
+    [people.alice]
+    rm = ["3.14"]
+
+    [people.steve]
+    roles = ["windows"]
+
+    [people.ned]
+    roles = ["macos"]
+
+    [people.eve]
+"""
+
+
+class RecordingChat:
+    """The release channel, remembered: posts in order, and edits of earlier posts."""
+
+    def __init__(self) -> None:
+        self.posts: list[ChannelMessage] = []
+        self.updates: list[tuple[str, ChannelMessage]] = []
+
+    async def post(self, message: ChannelMessage) -> str:
+        self.posts.append(message)
+        return str(len(self.posts))
+
+    async def update(self, ref: str, message: ChannelMessage) -> None:
+        self.updates.append((ref, message))
+
+    def texts(self, kind: ChannelKind) -> list[str]:
+        return [m.text for m in self.posts if m.kind is kind]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class World:
+    """A release team rehearsing on tmp folders: stage files, type commands, restart."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "relbot.toml").write_text(textwrap.dedent(TEAM_TOML), encoding="utf-8")
+        self.config = load_config(root / "relbot.toml")
+        self.profile = self.config.profile
+        self.staging = root / "data" / "staging"
+        self.public = root / "data" / "public"
+        self.clock = Clock()
+        self.chat = RecordingChat()
+        # Called instead of sleeping while /ready lets a listing settle: tests use it to
+        # change staging between the two listings.
+        self.during_settle: list[Callable[[], None]] = []
+        self.storage = self.make_storage()
+        self.gate = self.start()
+
+    def make_storage(self) -> LocalStorage:
+        return LocalStorage(self.staging, self.public)
+
+    def start(self, storage: LocalStorage | None = None) -> Gate:
+        """A fresh gate (a restarted bot) on the same state file and folders."""
+        self.store = StateStore(self.root / "data" / "state.db", clock=self.clock)
+        self.gate = Gate(
+            self.config,
+            self.store,
+            storage or self.storage,
+            self.chat,
+            clock=self.clock,
+            sleep=self._settle,
+            code_factory=self._codes(),
+        )
+        return self.gate
+
+    async def _settle(self, seconds: float) -> None:
+        while self.during_settle:
+            self.during_settle.pop(0)()
+
+    @staticmethod
+    def _codes() -> Callable[[], str]:
+        counter = iter(range(1, 10_000))
+        return lambda: f"CODE{next(counter):04d}"
+
+    # -- staging -----------------------------------------------------------------------------
+
+    def stage(
+        self, tag: str, roles: Iterable[str] | None = None, skip: Iterable[str] = ()
+    ) -> list[str]:
+        """Write every required file of ``roles`` (default: all) for ``tag``; returns paths."""
+        parsed = ReleaseTag.parse(tag)
+        wanted = set(roles) if roles is not None else None
+        written = []
+        for expected in self.profile.expected(parsed):
+            if (wanted is not None and expected.role not in wanted) or expected.path in skip:
+                continue
+            self.write(tag, expected.path, f"{expected.path} built for {tag}\n")
+            written.append(expected.path)
+        return written
+
+    def write(self, tag: str, path: str, content: str | bytes) -> Path:
+        target = self.staging / tag / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            content = content.encode()
+        target.write_bytes(content)
+        return target
+
+    def public_files(self) -> set[str]:
+        if not self.public.exists():
+            return set()
+        return {str(p.relative_to(self.public)) for p in self.public.rglob("*") if p.is_file()}
+
+    def staged_files(self, tag: str) -> set[str]:
+        folder = self.staging / tag
+        if not folder.exists():
+            return set()
+        return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+    # -- talking -----------------------------------------------------------------------------
+
+    async def say(self, person: str, line: str) -> Reply:
+        return await self.gate.handle("console", person, line)
+
+    async def ready_all(self, tag: str) -> None:
+        parsed = ReleaseTag.parse(tag)
+        holders = {"source": "hugo", "docs": "hugo", "windows": "steve", "macos": "ned"}
+        for role in self.profile.roles_for(parsed):
+            reply = await self.say(holders[role], f"/ready {role} {tag}")
+            assert not reply.private, reply.text
+
+    async def plan(self, tag: str, person: str = "hugo") -> str:
+        """``/publish TAG``; returns the confirm line it prints."""
+        reply = await self.say(person, f"/publish {tag}")
+        assert reply.confirm is not None, reply.text
+        assert reply.confirm.line in reply.text
+        return reply.confirm.line
+
+    def events(self, tag: str, kind: EventKind | None = None) -> list[str]:
+        return [
+            e.kind.value
+            for e in self.store.events(ReleaseTag.parse(tag))
+            if kind is None or e.kind is kind
+        ]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
