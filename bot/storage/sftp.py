@@ -1,0 +1,902 @@
+"""The Storage port over SFTP (paramiko): the download server, reached with an SSH key.
+
+Same semantics as :class:`bot.storage.local.LocalStorage`; the work happens on the server:
+listings are one ``listdir_attr`` per folder, digests are ``sha256sum`` over an exec
+channel, and a promotion is a folder rename or one shell batch of no-clobber moves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import posixpath
+import shlex
+import stat
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+import paramiko
+from paramiko.sftp import CMD_EXTENDED
+
+from bot.domain.files import StagedFile
+from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.tags import ReleaseTag
+from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.ports import PromotionReport
+from bot.storage.promotion import FolderMove, folder_moves, join
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
+
+_RECONNECT_DELAYS = (0.2, 0.5)  # seconds between connection attempts within one call
+_MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
+_EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
+_CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
+
+
+class SshRefused(StagingUnreachable):
+    """The server answered but the connection was refused (host key, client key):
+    retrying cannot help until someone changes the configuration."""
+
+
+class HostKeyRejected(SshRefused):
+    """The server's host key is not in known_hosts, or differs from it. Never accepted."""
+
+
+@dataclass
+class _Connection:
+    client: paramiko.SSHClient
+    sftp: paramiko.SFTPClient
+    exec_allowed: bool | None = None  # probed on first need
+
+    @property
+    def alive(self) -> bool:
+        transport = self.client.get_transport()
+        return transport is not None and transport.is_active()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class _Entry:
+    """A server path as seen by ``lstat`` (None when absent)."""
+
+    path: str
+    attr: paramiko.SFTPAttributes | None
+
+    @property
+    def present(self) -> bool:
+        return self.attr is not None
+
+    @property
+    def regular(self) -> bool:
+        return self.attr is not None and stat.S_ISREG(self.attr.st_mode or 0)
+
+
+@dataclass
+class _FileMove:
+    """One file of a per-file batch, with what the conflict check saw."""
+
+    file: PlanFile
+    source: _Entry
+    target: _Entry
+
+
+@dataclass
+class _Touched:
+    """What a promotion made public, for the permission fix-up."""
+
+    trees: list[str] = field(default_factory=list)  # renamed folders, fixed recursively
+    files: list[str] = field(default_factory=list)
+    folders: set[str] = field(default_factory=set)  # parents of moved files, not recursed
+
+
+class _RejectUnknownHost(paramiko.RejectPolicy):
+    """paramiko's RejectPolicy, raising our error so the message says how to add the key."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> NoReturn:
+        raise HostKeyRejected(self.message)
+
+
+class SftpStorage:
+    """Staging and public folders on an SSH server (absolute paths on that server).
+
+    One connection is reused across calls and re-established when it dropped; calls are
+    serialized by a lock because the gate runs them in worker threads.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        user: str,
+        key_file: Path,
+        known_hosts: Path,
+        staging: str,
+        public: str,
+        *,
+        passphrase: str | None = None,
+        group: str | None = None,
+        connect_timeout: float = 10.0,
+        io_timeout: float = 300.0,
+    ) -> None:
+        for name, folder in (("staging", staging), ("public", public)):
+            if not posixpath.isabs(folder):
+                raise StorageError(
+                    f"storage.{name}: {folder!r} must be an absolute path on the server."
+                )
+        self.host = host
+        self.port = port
+        self.user = user
+        self.key_file = key_file
+        self.known_hosts = known_hosts
+        self.staging = posixpath.normpath(staging)
+        self.public = posixpath.normpath(public)
+        self.group = group
+        self.connect_timeout = connect_timeout
+        self.io_timeout = io_timeout
+        self.requests: Counter[str] = Counter()
+        """Round trips by kind (``connect``, ``listdir``, ``stat``, ``exec``, ``hash``...),
+        for tests, the bench and metrics."""
+        self._passphrase = passphrase
+        self._lock = threading.Lock()
+        self._connection: _Connection | None = None
+        self._stamps: dict[str, Stamp] = {}  # path -> stamp from the latest listing
+        self._digests: dict[str, tuple[Stamp, str]] = {}  # path -> (stamp hashed, sha256)
+
+    def __repr__(self) -> str:
+        return f"SftpStorage({self.where!r}, staging={self.staging!r}, public={self.public!r})"
+
+    @property
+    def where(self) -> str:
+        """The server as known_hosts and messages name it: ``host`` or ``[host]:port``."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    def close(self) -> None:
+        """Close the connection (the next call opens a new one)."""
+        with self._lock:
+            self._drop()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def staged_tags(self) -> list[str]:
+        """Names of the release folders in staging (one listing)."""
+
+        def op(conn: _Connection) -> list[str]:
+            try:
+                entries = self._listdir(conn, self.staging)
+            except FileNotFoundError:
+                return []
+            except PermissionError as err:
+                raise StagingUnreachable(
+                    f"Cannot read staging {self.staging} on {self.where}: {_reason(err)}."
+                ) from err
+            return sorted(e.filename for e in entries if stat.S_ISDIR(e.st_mode or 0))
+
+        return self._call(f"list {self.staging}", op)
+
+    def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
+        """Every entry below the release's staging folder, or None if there is no folder.
+
+        One ``listdir_attr`` per folder; the server reports entries as ``lstat`` sees
+        them, so symlinks are reported (``regular=False``) and never followed.
+        """
+        root = self._release(tag)
+
+        def op(conn: _Connection) -> dict[str, StagedFile] | None:
+            try:
+                found = dict(self._walk(conn, root, ""))
+            except FileNotFoundError:
+                return None
+            except PermissionError as err:
+                raise StagingUnreachable(
+                    f"Cannot list {root} on {self.where}: {_reason(err)}."
+                ) from err
+            self._remember(
+                root, {_inside(root, p): (f.size, int(f.mtime)) for p, f in found.items()}
+            )
+            return found
+
+        return self._call(f"list {root}", op)
+
+    def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
+        """SHA-256 (hex) of staged files, computed on the server.
+
+        A file whose size and mtime in the latest listing match those it was hashed at is
+        not hashed again. Raises :class:`StorageError` when a file cannot be read.
+        """
+        root = self._release(tag)
+        full = {path: _inside(root, path) for path in paths}
+        with self._lock:
+            known = {p: d for p, fp in full.items() if (d := self._cached(fp)) is not None}
+        missing = [fp for p, fp in full.items() if p not in known]
+        if missing:
+            hashed = self._call(f"hash files in {root}", lambda conn: self._hash(conn, missing))
+            known.update({p: hashed[fp] for p, fp in full.items() if p not in known})
+        return {path: known[path] for path in paths}
+
+    def staging_location(self, tag: ReleaseTag) -> str:
+        """Where people upload ``tag``'s files, for messages."""
+        return f"{self._release(tag)}/"
+
+    def check(self) -> list[str]:
+        """Problems that would stop the bot from working, each a sentence with the fix:
+        connection, folders, one filesystem for both, exec and group availability."""
+        try:
+            return self._call("check the storage folders", self._check)
+        except StorageError as err:
+            return [str(err)]
+
+    # -- promotion -------------------------------------------------------------------------
+
+    def promote(self, plan: PublishPlan) -> PromotionReport:
+        """Make the plan's files public, all at once where possible; idempotent.
+
+        Raises :class:`PromotionConflict` before anything moves when a public file has
+        different content, :class:`StorageError` when a planned file is nowhere or not a
+        regular file, :class:`StagingUnreachable` when the connection drops (run it again).
+        """
+        return self._call(f"publish {plan.tag}", lambda conn: self._promote(conn, plan))
+
+    def _promote(self, conn: _Connection, plan: PublishPlan) -> PromotionReport:
+        root = self._release(plan.tag)
+        entries = self._refuse_conflicts(conn, root, plan)
+        renamed: list[str] = []
+        moved = already = 0
+        pending: list[_FileMove] = []
+        touched = _Touched()
+        for move in folder_moves(plan):
+            source, target = _inside(root, move.source), _inside(self.public, move.target)
+            if self._lstat(conn, target) is None:
+                # Inner folders must be gone before deciding whether this one moves whole.
+                done, skipped = self._run_batch(conn, pending, touched)
+                moved, already, pending = moved + done, already + skipped, []
+                if self._holds_exactly(conn, source, move):
+                    self._makedirs(conn, posixpath.dirname(target))
+                    self._rename(conn, source, target)
+                    renamed.append(move.target)
+                    touched.trees.append(target)
+                    touched.folders.update(_parents(posixpath.dirname(target), self.public))
+                    continue
+            pending += [entries[f.path] for f in move.files]
+        done, skipped = self._run_batch(conn, pending, touched)
+        self._prune(conn, root)
+        self._fix_permissions(conn, touched)
+        return PromotionReport(tuple(renamed), moved + done, already + skipped)
+
+    def _refuse_conflicts(
+        self, conn: _Connection, root: str, plan: PublishPlan
+    ) -> dict[str, _FileMove]:
+        """Check every target before anything moves (one listing per folder involved and
+        one hashing command for targets already public)."""
+        moves: dict[str, _FileMove] = {}
+        folders: dict[str, dict[str, paramiko.SFTPAttributes]] = {}
+        for f in plan.files:
+            source, target = _inside(root, f.path), _inside(self.public, f.target)
+            moves[f.path] = _FileMove(
+                f,
+                _Entry(source, self._peek(conn, folders, source)),
+                _Entry(target, self._peek(conn, folders, target)),
+            )
+        public = [m for m in moves.values() if m.target.present]
+        for m in public:
+            attr = m.target.attr
+            assert attr is not None
+            self._stamps[m.target.path] = (attr.st_size or 0, attr.st_mtime or 0)
+        digests = self._hash(conn, [m.target.path for m in public]) if public else {}
+        for m in moves.values():
+            if m.target.present:
+                if digests[m.target.path] != m.file.sha256:
+                    raise PromotionConflict(
+                        f"{m.file.target} is already public with different content; "
+                        "nothing was moved (remove or rename one of them first)."
+                    )
+            elif not m.source.present:
+                raise StorageError(
+                    f"{m.file.path} is neither in staging nor public; re-run /publish."
+                )
+            elif not m.source.regular:
+                raise StorageError(
+                    f"{m.file.path} is not a regular file (a symlink?); it is never "
+                    "published: replace it with the file itself and re-run /publish."
+                )
+        return moves
+
+    def _holds_exactly(self, conn: _Connection, source: str, move: FolderMove) -> bool:
+        """Whether the staging folder holds exactly the move's files (so a rename moves
+        nothing unplanned)."""
+        try:
+            present = {join(move.source, path) for path, _ in self._walk(conn, source, "")}
+        except FileNotFoundError:
+            return False
+        return present == {f.path for f in move.files}
+
+    def _run_batch(
+        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
+    ) -> tuple[int, int]:
+        """No-clobber moves of single files, in plan order; returns (moved, already).
+
+        With exec: one shell command for the whole batch. Without, or when the batch
+        stopped half-way (a target appeared meanwhile): one file at a time over SFTP,
+        which re-examines each file and so finishes whatever the batch left.
+        """
+        if not moves:
+            return 0, 0
+        for m in moves:
+            touched.files.append(m.target.path)
+            touched.folders.update(_parents(posixpath.dirname(m.target.path), self.public))
+        if self._exec_allowed(conn):
+            for script in _move_scripts(moves):
+                status, _out, err = self._exec(conn, script)
+                if status != 0:
+                    log.warning(
+                        "Batch move on %s stopped (%s); finishing file by file.",
+                        self.where,
+                        _first_line(err),
+                    )
+                    break
+            else:
+                moved = sum(m.source.present for m in moves)
+                return moved, len(moves) - moved
+        moved = already = 0
+        for m in moves:
+            if self._move_file(conn, m):
+                moved += 1
+            else:
+                already += 1
+        return moved, already
+
+    def _move_file(self, conn: _Connection, m: _FileMove) -> bool:
+        """No-clobber move over SFTP; returns False when the file was already public."""
+        if self._lstat(conn, m.source.path) is None:
+            return False
+        self._makedirs(conn, posixpath.dirname(m.target.path))
+        try:
+            self._link(conn, m.source.path, m.target.path)
+        except OSError:
+            # The server answers an existing target with a bare "Failure": look. A crash
+            # between link and remove leaves both: fine only with the planned content.
+            if self._lstat(conn, m.target.path) is None:
+                raise
+            if self._hash(conn, [m.target.path], cache=False)[m.target.path] != m.file.sha256:
+                raise PromotionConflict(
+                    f"{m.file.target} appeared in public with different content while publishing."
+                ) from None
+        self.requests["remove"] += 1
+        conn.sftp.remove(m.source.path)
+        return True
+
+    # The primitive moves, kept apart so tests can inject a crash or a dropped connection.
+    def _rename(self, conn: _Connection, source: str, target: str) -> None:
+        # OpenSSH renames a folder only onto a missing target: no clobbering.
+        self.requests["rename"] += 1
+        conn.sftp.rename(source, target)
+        if self._exec_allowed(conn):
+            self._exec(conn, f"sync -- {shlex.quote(posixpath.dirname(target))}")
+
+    def _link(self, conn: _Connection, source: str, target: str) -> None:
+        # link(2) on the server refuses an existing target: a race-free no-clobber.
+        self.requests["hardlink"] += 1
+        # paramiko has no public call for this OpenSSH extension.
+        conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
+
+    def _prune(self, conn: _Connection, root: str) -> None:
+        """Remove the release's staging folders left empty by the moves, innermost first."""
+        if self._exec_allowed(conn):
+            # Errors are expected and ignored: a folder someone staged more into stays.
+            q = shlex.quote(root)
+            self._exec(conn, f"if [ -d {q} ]; then find {q} -depth -type d -empty -delete; fi")
+            return
+        try:
+            folders = [root, *self._folders(conn, root)]
+        except FileNotFoundError:
+            return
+        for folder in sorted(folders, key=lambda f: -len(f)):
+            try:
+                self.requests["rmdir"] += 1
+                conn.sftp.rmdir(folder)
+            except OSError:
+                if not conn.alive:
+                    raise
+                continue
+
+    def _fix_permissions(self, conn: _Connection, touched: _Touched) -> None:
+        """Group ``self.group``, folders 775 and files 664, as today's tooling leaves them;
+        only what is not already right is changed (another RM may own a folder). A failure
+        is logged, not raised: the files are public by now."""
+        if self.group is None or not (touched.trees or touched.files or touched.folders):
+            return
+        if not self._exec_allowed(conn):
+            self._fix_modes_by_sftp(conn, touched)
+            return
+        g = shlex.quote(self.group)
+        commands = []
+        for paths, depth in (
+            ([*touched.trees, *touched.files], ""),
+            (sorted(touched.folders), " -maxdepth 0"),
+        ):
+            if not paths:
+                continue
+            start = " ".join(shlex.quote(p) for p in paths) + depth  # absolute: never options
+            commands += [
+                f"find {start} ! -group {g} -exec chgrp {g} {{}} +",
+                f"find {start} \\( -type d \\( ! -perm -775 -o -perm /002 \\)"
+                " -exec chmod 775 {} + \\) -o \\( -type f ! -perm 664 -exec chmod 664 {} + \\)",
+            ]
+        status, _out, err = self._exec(
+            conn, "s=0; " + "".join(f"{c} || s=1; " for c in commands) + "exit $s"
+        )
+        if status != 0:
+            log.warning("Could not fix permissions on %s: %s", self.where, _first_line(err))
+
+    def _fix_modes_by_sftp(self, conn: _Connection, touched: _Touched) -> None:
+        """Without exec only modes can be fixed (SFTP knows no group names)."""
+        paths = [*touched.files, *sorted(touched.folders)]
+        for tree in touched.trees:
+            paths += [tree, *self._folders(conn, tree)]
+            paths += [_inside(tree, p) for p, f in self._walk(conn, tree, "") if f.regular]
+        for path in paths:
+            attr = self._lstat(conn, path)
+            if attr is None or attr.st_mode is None:
+                continue
+            kind = stat.S_IFMT(attr.st_mode)
+            want = 0o775 if kind == stat.S_IFDIR else 0o664
+            if kind in (stat.S_IFDIR, stat.S_IFREG) and stat.S_IMODE(attr.st_mode) & 0o777 != want:
+                try:
+                    self.requests["chmod"] += 1
+                    conn.sftp.chmod(path, (stat.S_IMODE(attr.st_mode) & 0o7000) | want)
+                except OSError as err:
+                    if not conn.alive:
+                        raise
+                    log.warning("Could not chmod %s on %s: %s", path, self.where, err)
+
+    # -- check -----------------------------------------------------------------------------
+
+    def _check(self, conn: _Connection) -> list[str]:
+        problems = []
+        for name, folder in (("staging", self.staging), ("public", self.public)):
+            try:
+                self._makedirs(conn, folder)
+            except OSError as err:
+                if not conn.alive:
+                    raise
+                problems.append(
+                    f"storage.{name}: cannot create {folder} on {self.where} ({_reason(err)})."
+                )
+        if not self._exec_allowed(conn):
+            problems.append(
+                f"storage: {self.where} does not let {self.user} run commands (exec), so "
+                "SHA-256 digests fall back to downloading each file, files move one at a "
+                "time and the group cannot be set; allow exec for this user (no "
+                "ForceCommand internal-sftp) so hashing and moves happen on the server."
+            )
+            return problems
+        if problems:
+            return problems
+        folders = f"{shlex.quote(self.staging)} {shlex.quote(self.public)}"
+        status, out, errors = self._exec(
+            conn,
+            f"stat -c %d -- {folders} && for d in {folders}; do "
+            '[ -w "$d" ] && [ -x "$d" ] || echo "read-only $d"; done; id -Gn',
+        )
+        lines = out.decode(errors="replace").splitlines()
+        if status != 0 or len(lines) < 3:
+            return [f"storage: cannot inspect the folders on {self.where}: {_first_line(errors)}."]
+        if lines[0] != lines[1]:
+            problems.append(
+                f"storage: staging {self.staging} and public {self.public} are on different "
+                f"filesystems on {self.where}, so publishing cannot be one rename; put them "
+                "on the same one."
+            )
+        for line in lines[2:-1]:
+            problems.append(
+                f"storage: {line.removeprefix('read-only ')} is not writable by {self.user} "
+                f"on {self.where}; give the user write access to it."
+            )
+        if self.group is not None and self.group not in lines[-1].split():
+            problems.append(
+                f"storage.group: {self.user} is not in group {self.group} on {self.where}, "
+                f"so published files cannot be given to it; add the user to the group."
+            )
+        return problems
+
+    # -- hashing ---------------------------------------------------------------------------
+
+    def _cached(self, path: str) -> str | None:
+        stamp, hit = self._stamps.get(path), self._digests.get(path)
+        return hit[1] if stamp is not None and hit is not None and hit[0] == stamp else None
+
+    def _hash(
+        self, conn: _Connection, paths: Sequence[str], *, cache: bool = True
+    ) -> dict[str, str]:
+        """SHA-256 of server paths: cached, else hashed by the server, else downloaded."""
+        result = {p: d for p in paths if cache and (d := self._cached(p)) is not None}
+        todo = list(dict.fromkeys(p for p in paths if p not in result))
+        if not todo:
+            return result
+        if self._exec_allowed(conn):
+            for chunk in _chunks(todo):
+                result.update(self._hash_on_server(conn, chunk))
+        else:
+            for path in todo:
+                result[path] = self._hash_by_download(conn, path)
+        return result
+
+    def _hash_on_server(self, conn: _Connection, paths: list[str]) -> dict[str, str]:
+        """One ``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s:
+        a digest is cached only when the file did not change while it was read."""
+        quoted = " ".join(shlex.quote(p) for p in paths)
+        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        self.requests["hash"] += 1
+        status, out, err = self._exec(conn, f"{stamps} && sha256sum -z -- {quoted} && {stamps}")
+        records = out.split(b"\0")
+        n = len(paths)
+        if status != 0 or len(records) != 3 * n + 1:
+            raise StorageError(f"Cannot hash on {self.where}: {_first_line(err) or 'no output'}.")
+        result = {}
+        for i, path in enumerate(paths):
+            line = records[n + i]
+            digest, name = line[:64].decode("ascii", "replace"), line[66:]
+            if name != path.encode("utf-8", "surrogateescape") or not _is_hex(digest):
+                raise StorageError(f"Unexpected sha256sum output on {self.where} for {path}.")
+            result[path] = digest
+            before, after = _stamp(records[i]), _stamp(records[2 * n + i])
+            if before is not None and before == after:
+                self._digests[path] = (before, digest)
+        return result
+
+    def _hash_by_download(self, conn: _Connection, path: str) -> str:
+        self.requests["download"] += 1
+        try:
+            with conn.sftp.open(path, "rb") as f:
+                before = f.stat()
+                f.prefetch(before.st_size)
+                h = hashlib.sha256()
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+                after = f.stat()
+        except FileNotFoundError:
+            raise StorageError(f"Cannot hash {path} on {self.where}: it is gone.") from None
+        digest = h.hexdigest()
+        stamp = (before.st_size or 0, before.st_mtime or 0)
+        if stamp == (after.st_size or 0, after.st_mtime or 0):
+            self._digests[path] = (stamp, digest)
+        return digest
+
+    def _remember(self, root: str, stamps: dict[str, Stamp]) -> None:
+        """Keep the latest listing's stamps under ``root`` (and forget gone files)."""
+        prefix = root + "/"
+        for cache in (self._stamps, self._digests):
+            for path in [p for p in cache if p.startswith(prefix) and p not in stamps]:
+                del cache[path]
+        self._stamps.update(stamps)
+
+    # -- exec ------------------------------------------------------------------------------
+
+    def _exec_allowed(self, conn: _Connection) -> bool:
+        """Whether the server runs our commands (``ForceCommand internal-sftp`` does not:
+        it answers every command with an SFTP server, which prints nothing here)."""
+        if conn.exec_allowed is None:
+            try:
+                status, out, _err = self._exec(conn, _EXEC_PROBE)
+                conn.exec_allowed = status == 0 and out.strip() == b"relbot-exec-ok"
+            except paramiko.SSHException:
+                if not conn.alive:
+                    raise
+                conn.exec_allowed = False
+        return conn.exec_allowed
+
+    def _exec(self, conn: _Connection, command: str) -> tuple[int, bytes, bytes]:
+        """Run ``command`` on the server; returns (exit status, stdout, stderr)."""
+        self.requests["exec"] += 1
+        transport = conn.client.get_transport()
+        if transport is None:
+            raise EOFError("no transport")
+        channel = transport.open_session(timeout=self.io_timeout)
+        try:
+            channel.settimeout(self.io_timeout)
+            channel.exec_command(command)
+            channel.shutdown_write()
+            out = channel.makefile("rb").read()
+            err = channel.makefile_stderr("rb").read()
+            status = channel.recv_exit_status()
+        finally:
+            channel.close()
+        if status == -1 and not conn.alive:
+            raise EOFError("connection closed during a command")
+        return status, out, err
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _listdir(self, conn: _Connection, folder: str) -> list[paramiko.SFTPAttributes]:
+        self.requests["listdir"] += 1
+        return conn.sftp.listdir_attr(folder)
+
+    def _walk(self, conn: _Connection, folder: str, prefix: str) -> list[tuple[str, StagedFile]]:
+        """One ``listdir_attr`` per folder; entries carry ``lstat`` attributes."""
+        found = []
+        for entry in self._listdir(conn, folder):
+            path, mode = join(prefix, entry.filename), entry.st_mode or 0
+            if stat.S_ISDIR(mode):
+                try:
+                    found += self._walk(conn, posixpath.join(folder, entry.filename), path)
+                except FileNotFoundError:
+                    continue  # removed since the parent was listed
+                continue
+            size, mtime = entry.st_size or 0, float(entry.st_mtime or 0)
+            found.append((path, StagedFile(path, size, mtime, stat.S_ISREG(mode))))
+        return found
+
+    def _folders(self, conn: _Connection, folder: str) -> list[str]:
+        """Every folder below ``folder``."""
+        found = []
+        for entry in self._listdir(conn, folder):
+            if stat.S_ISDIR(entry.st_mode or 0):
+                inner = posixpath.join(folder, entry.filename)
+                found += [inner, *self._folders(conn, inner)]
+        return found
+
+    def _peek(
+        self,
+        conn: _Connection,
+        folders: dict[str, dict[str, paramiko.SFTPAttributes]],
+        path: str,
+    ) -> paramiko.SFTPAttributes | None:
+        """``lstat`` of ``path`` from one listing of its folder, shared across calls."""
+        folder, name = posixpath.split(path)
+        if folder not in folders:
+            try:
+                folders[folder] = {e.filename: e for e in self._listdir(conn, folder)}
+            except FileNotFoundError:
+                folders[folder] = {}
+        return folders[folder].get(name)
+
+    def _lstat(self, conn: _Connection, path: str) -> paramiko.SFTPAttributes | None:
+        self.requests["stat"] += 1
+        try:
+            return conn.sftp.lstat(path)
+        except FileNotFoundError:
+            return None
+
+    def _makedirs(self, conn: _Connection, folder: str) -> None:
+        """``mkdir -p`` over SFTP (one stat when the folder exists)."""
+        if self._lstat(conn, folder) is not None:
+            return
+        self._makedirs(conn, posixpath.dirname(folder))
+        try:
+            self.requests["mkdir"] += 1
+            conn.sftp.mkdir(folder, 0o775)
+        except OSError:
+            if self._lstat(conn, folder) is None:  # not made concurrently: a real failure
+                raise
+
+    def _release(self, tag: ReleaseTag) -> str:
+        return posixpath.join(self.staging, str(tag))
+
+    # -- connection ------------------------------------------------------------------------
+
+    def _call(self, what: str, op: Callable[[_Connection], T]) -> T:
+        """Run ``op`` on the shared connection, connecting first when needed.
+
+        A connection found dead (the server restarted since the last call) is replaced
+        and ``op`` run once more: every operation here is idempotent.
+        """
+        with self._lock:
+            for attempt in (1, 2):
+                fresh = self._connection is None or not self._connection.alive
+                if fresh:
+                    self._drop()
+                    self._connection = self._connect()
+                conn = self._connection
+                assert conn is not None
+                try:
+                    return op(conn)
+                except TimeoutError as err:
+                    self._drop()
+                    raise StagingUnreachable(
+                        f"{self.where} stopped answering while trying to {what}."
+                    ) from err
+                except _CONNECTION_ERRORS as err:
+                    if conn.alive:
+                        raise StorageError(
+                            f"Cannot {what} on {self.where}: {_reason(err)}."
+                        ) from err
+                    self._drop()
+                    if fresh or attempt == 2:
+                        raise StagingUnreachable(
+                            f"Lost the connection to {self.where} while trying to {what}; "
+                            "it is re-established on the next try."
+                        ) from err
+            raise AssertionError("unreachable")
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _connect(self) -> _Connection:
+        """Connect, retrying briefly on network errors (not on refused keys)."""
+        for delay in (*_RECONNECT_DELAYS, None):
+            try:
+                return self._open()
+            except SshRefused:
+                raise
+            except StagingUnreachable:
+                if delay is None:
+                    raise
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _open(self) -> _Connection:
+        self.requests["connect"] += 1
+        keyscan = f"ssh-keyscan -p {self.port} {self.host} >> {self.known_hosts}"
+        client = paramiko.SSHClient()
+        try:
+            client.load_host_keys(str(self.known_hosts))
+        except OSError as err:
+            raise SshRefused(
+                f"storage.known_hosts: cannot read {self.known_hosts} ({_reason(err)}); "
+                f"create it with the server's key: {keyscan} (check the fingerprint)."
+            ) from err
+        client.set_missing_host_key_policy(
+            _RejectUnknownHost(
+                f"The SSH host key of {self.where} is not in {self.known_hosts}; add it with "
+                f"`{keyscan}` after checking its fingerprint with the server's admins."
+            )
+        )
+        pkey = self._load_key()
+        try:
+            client.connect(
+                self.host,
+                self.port,
+                username=self.user,
+                pkey=pkey,
+                timeout=self.connect_timeout,
+                banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout,
+                allow_agent=False,
+                look_for_keys=False,
+            )
+            transport = client.get_transport()
+            assert transport is not None
+            transport.set_keepalive(30)
+            sftp = client.open_sftp()
+            channel = sftp.get_channel()
+            if channel is not None:
+                channel.settimeout(self.io_timeout)
+        except HostKeyRejected:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as err:
+            client.close()
+            raise HostKeyRejected(
+                f"The SSH host key of {self.where} differs from the one in "
+                f"{self.known_hosts}: someone may be intercepting the connection. If the "
+                f"server's key really changed, remove the old line (ssh-keygen -R "
+                f"'{self.where}' -f {self.known_hosts}) and add the new one with `{keyscan}`."
+            ) from err
+        except paramiko.AuthenticationException as err:
+            client.close()
+            raise SshRefused(
+                f"{self.where} refused the key {self.key_file} for user {self.user}; add "
+                f"its public key to ~{self.user}/.ssh/authorized_keys on the server."
+            ) from err
+        except _CONNECTION_ERRORS as err:
+            client.close()
+            raise StagingUnreachable(
+                f"Cannot reach {self.where} ({_reason(err)}); check the host, the port and "
+                "the network."
+            ) from err
+        return _Connection(client, sftp)
+
+    def _load_key(self) -> paramiko.PKey:
+        """The client key (Ed25519, RSA or ECDSA), decrypted with the passphrase if any."""
+        password = self._passphrase or None
+        last: Exception | None = None
+        for kind in (paramiko.Ed25519Key, paramiko.RSAKey, paramiko.ECDSAKey):
+            try:
+                return kind.from_private_key_file(str(self.key_file), password=password)
+            except paramiko.PasswordRequiredException as err:
+                raise SshRefused(
+                    f"storage.key_file: {self.key_file} is protected by a passphrase; "
+                    "provide it through the configured environment variable."
+                ) from err
+            except OSError as err:
+                raise SshRefused(
+                    f"storage.key_file: cannot read {self.key_file} ({_reason(err)})."
+                ) from err
+            except (paramiko.SSHException, ValueError) as err:
+                last = err
+        raise SshRefused(
+            f"storage.key_file: {self.key_file} is not an Ed25519, RSA or ECDSA private key "
+            "this passphrase opens; check the file and the passphrase."
+        ) from last
+
+
+def _inside(root: str, relative: str) -> str:
+    """``root/relative`` on the server, refusing anything that would step outside."""
+    if relative.startswith("/") or ".." in relative.split("/"):
+        raise StorageError(f"{relative!r} is not a path inside {root}.")
+    return posixpath.join(root, relative) if relative else root
+
+
+def _parents(folder: str, stop: str) -> list[str]:
+    """``folder`` and its parents below ``stop`` (exclusive)."""
+    found = []
+    while folder.startswith(stop + "/"):
+        found.append(folder)
+        folder = posixpath.dirname(folder)
+    return found
+
+
+def _move_scripts(moves: list[_FileMove]) -> list[str]:
+    """``set -e`` shell scripts of no-clobber moves (``ln`` refuses an existing target), in
+    plan order; one script unless the batch is too long for one command."""
+    q = shlex.quote
+    scripts: list[str] = []
+    todo = [m for m in moves if m.source.present]  # the others are public already
+    while todo:
+        folders: dict[str, None] = {}
+        lines: list[str] = []
+        size = 0
+        while todo and (not lines or size < _MAX_COMMAND // 2):
+            m = todo.pop(0)
+            folders[posixpath.dirname(m.target.path)] = None
+            if not m.target.present:
+                lines.append(f"ln -- {q(m.source.path)} {q(m.target.path)}")
+            lines.append(f"rm -- {q(m.source.path)}")
+            size += len(lines[-1]) * 3
+        made = [f"mkdir -p -- {q(d)}" for d in folders]
+        synced = f"sync -- {' '.join(q(d) for d in folders)} || true"
+        scripts.append("\n".join(["set -e", *made, *lines, synced]))
+    return scripts
+
+
+def _chunks(paths: list[str]) -> Iterable[list[str]]:
+    """Split paths so each hashing command stays well below the argument limit."""
+    chunk: list[str] = []
+    size = 0
+    for path in paths:
+        if chunk and size + 2 * len(path) > _MAX_COMMAND // 2:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(path)
+        size += 2 * len(path) + 16
+    if chunk:
+        yield chunk
+
+
+def _stamp(record: bytes) -> Stamp | None:
+    try:
+        size, mtime = record.split()
+        return int(size), int(mtime)
+    except ValueError:
+        return None
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def _first_line(data: bytes) -> str:
+    lines = data.decode(errors="replace").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return str(err) or type(err).__name__
