@@ -1,0 +1,121 @@
+"""Purging the CDN (Fastly) in front of python.org once a release's files are registered.
+
+The URLs are templates from the profile's ``[pydotorg] purge`` list (the ones run_release.py
+purges today). A purge that fails is retried, then reported in the :class:`PurgeReport`: it is
+never raised, since the files are already public and nothing should undo that.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import httpx
+
+from bot.domain.profile import Profile
+from bot.domain.tags import ReleaseTag
+from bot.registry import PydotorgSettings, RetryPolicy, expand, send_with_retries
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PurgeFailure:
+    """A URL the CDN did not purge, and why (``HTTP 403``, ``ConnectError``)."""
+
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    """What a purge did: the URLs purged and those that failed after retries."""
+
+    purged: tuple[str, ...] = ()
+    failed: tuple[PurgeFailure, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class CdnPurger:
+    """Sends HTTP ``PURGE`` to each URL template expanded for a tag.
+
+    Placeholders: ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}`` (3.14) and
+    ``{tag_nodots}`` (3140rc2). Blocking: run it in a worker thread.
+    """
+
+    def __init__(
+        self,
+        templates: Sequence[str],
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.templates = tuple(templates)
+        self._retry = retry or RetryPolicy()
+        self._client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
+
+    @classmethod
+    def from_profile(
+        cls,
+        profile: Profile,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> CdnPurger:
+        """A purger for the profile's ``[pydotorg] purge`` templates (ConfigError if invalid)."""
+        templates = PydotorgSettings.from_profile(profile).purge
+        return cls(templates, transport=transport, timeout=timeout, retry=retry)
+
+    def __repr__(self) -> str:
+        return f"CdnPurger({len(self.templates)} URL templates)"
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __enter__(self) -> CdnPurger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def urls(self, tag: ReleaseTag) -> list[str]:
+        """The URLs purged for ``tag``, in order, without duplicates."""
+        return list(dict.fromkeys(expand(template, tag) for template in self.templates))
+
+    def purge(self, tag: ReleaseTag) -> PurgeReport:
+        """PURGE every URL of ``tag``; failures are retried, then reported, never raised."""
+        purged: list[str] = []
+        failed: list[PurgeFailure] = []
+        for url in self.urls(tag):
+            reason = self._purge_one(url)
+            if reason is None:
+                purged.append(url)
+            else:
+                _log.warning("CDN purge of %s failed: %s", url, reason)
+                failed.append(PurgeFailure(url, reason))
+        return PurgeReport(tuple(purged), tuple(failed))
+
+    def _purge_one(self, url: str) -> str | None:
+        try:
+            request = self._client.build_request("PURGE", url)
+            response, _ = send_with_retries(self._client, request, self._retry)
+        except httpx.InvalidURL as err:
+            return f"invalid URL ({err})"
+        except httpx.TransportError as err:
+            return f"{type(err).__name__} after {self._retry.attempts} attempts"
+        if response.is_success:
+            return None
+        return f"HTTP {response.status_code}"

@@ -1,0 +1,1 @@
+"""Test doubles of services that cannot run here (python.org)."""

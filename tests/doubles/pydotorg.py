@@ -1,0 +1,546 @@
+"""A test double of python.org's downloads API v1 (Tastypie), as a real HTTP server on loopback.
+
+    with PydotorgDouble(users={"rm": ("key", True)}) as api:
+        api.add_release("Python 3.14.1")
+        ...  # point a client at api.url ("http://127.0.0.1:PORT/api/v1/")
+        api.files("Python 3.14.1"); api.requests; api.purges
+
+It enforces what the real API enforces (python/pythondotorg apps/downloads, pydotorg/resources.py,
+and REFERENCE.md): the ``Authorization: ApiKey user:key`` header (a key in the query string is
+refused), a staff user for writes (Tastypie answers 401 "Operation restricted to staff users."),
+unique ``url`` and ``slug``, at most one download button per (release, OS), URLs under
+``https://www.python.org/``, each sidecar URL equal to the file URL + its suffix, a list DELETE
+needing exactly one ``release`` filter, 201 + ``Location`` on create, no PUT/PATCH, 404 for
+unknown resource URIs, and the Tastypie list shape with ``limit``/``offset``/``next``.
+Unpublished releases are listed to staff users only, as on python.org.
+
+Stricter than python.org, to catch client mistakes: a malformed Authorization header or an
+unknown user is a 401 (python.org treats both as a guest), and unknown fields in a POST are a 400.
+
+Any ``PURGE`` request is answered 200 and recorded in :attr:`PydotorgDouble.purges`, standing in
+for the CDN in front of python.org. Faults are injected with :meth:`PydotorgDouble.fail`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+API = "/api/v1/"
+PYTHON_ORG = "https://www.python.org/"
+DEFAULT_OSES = (
+    ("Source release", "source"),
+    ("Windows", "windows"),
+    ("macOS", "macos"),
+    ("Android", "android"),
+    ("iOS", "ios"),
+)
+SIDECAR_FIELDS = {
+    "gpg_signature_file": ".asc",
+    "sigstore_signature_file": ".sig",
+    "sigstore_cert_file": ".crt",
+    "sigstore_bundle_file": ".sigstore",
+    "sbom_spdx2_file": ".spdx.json",
+}
+FILE_FIELDS = {
+    "name": str,
+    "slug": str,
+    "os": str,
+    "release": str,
+    "description": str,
+    "is_source": bool,
+    "url": str,
+    "md5_sum": str,
+    "sha256_sum": str,
+    "filesize": int,
+    "download_button": bool,
+    **dict.fromkeys(SIDECAR_FIELDS, str),
+}
+REQUIRED_FILE_FIELDS = ("name", "slug", "os", "release", "url")
+_AUTH_RE = re.compile(r"ApiKey ([^:\s]+):([^:\s]+)")
+_SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
+
+Op = Literal["create", "delete", "list", "get", "purge", "any"]
+
+
+@dataclass
+class Fault:
+    """Answer the ``nth`` (1-based) request of kind ``op`` and the ``times - 1`` after it with
+    ``status``; with ``commit``, the request is carried out first (an answer lost in transit)."""
+
+    op: Op
+    nth: int = 1
+    status: int = 500
+    times: int = 1
+    retry_after: str | None = None
+    commit: bool = False
+    seen: int = 0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the double received, with the number of files of each release afterwards."""
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]]
+    user: str | None
+    status: int
+    body: Any = None
+    counts_after: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in ("POST", "PUT", "PATCH", "DELETE")
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, message: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class PydotorgDouble:
+    """The double; a context manager that serves on 127.0.0.1 on a free port."""
+
+    def __init__(
+        self,
+        users: Mapping[str, tuple[str, bool]] | None = None,
+        *,
+        oses: tuple[tuple[str, str], ...] = DEFAULT_OSES,
+    ) -> None:
+        self.users = dict(users or {"rm": ("key", True)})  # name → (API key, is staff)
+        self._lock = threading.RLock()
+        self._next_pk = 1
+        self.oses: dict[int, dict[str, Any]] = {}
+        self.releases: dict[int, dict[str, Any]] = {}
+        self.release_files: dict[int, dict[str, Any]] = {}
+        self.requests: list[RecordedRequest] = []
+        self.purges: list[str] = []
+        self.faults: list[Fault] = []
+        self._counters: dict[str, int] = {}
+        for name, slug in oses:
+            pk = self._pk()
+            self.oses[pk] = {"name": name, "slug": slug, "resource_uri": f"{API}downloads/os/{pk}/"}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    def __enter__(self) -> PydotorgDouble:
+        double = self
+
+        class Handler(_Handler):
+            owner = double
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/``: stands in for ``https://www.python.org/``."""
+        assert self._server is not None, "use the double as a context manager"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/"
+
+    @property
+    def url(self) -> str:
+        """The API root, as ``https://www.python.org/api/v1/`` would be configured."""
+        return self.base_url + API.lstrip("/")
+
+    # -- setting up and inspecting
+
+    def add_release(self, name: str, *, published: bool = False) -> int:
+        """Create a Release as the RM does in the admin; returns its pk."""
+        with self._lock:
+            pk = self._pk()
+            version = name.removeprefix("Python ")
+            self.releases[pk] = {
+                "name": name,
+                "slug": re.sub(r"[^a-z0-9]+", "-", name.lower()),
+                "version": 3,
+                "is_published": published,
+                "pre_release": bool(re.search(r"(a|b|rc)\d+$", version)),
+                "release_date": None,
+                "release_page": None,
+                "release_notes_url": "",
+                "show_on_download_page": True,
+                "resource_uri": f"{API}downloads/release/{pk}/",
+            }
+            return pk
+
+    def add_file(self, **record: Any) -> int:
+        """Insert a record directly (as an earlier run or the admin would have); no checks."""
+        with self._lock:
+            pk = self._pk()
+            self.release_files[pk] = self._file_repr(pk, record)
+            return pk
+
+    def files(self, release: str | int) -> list[dict[str, Any]]:
+        """The records of a release (by name or pk), oldest first."""
+        with self._lock:
+            uri = self._release_uri(release)
+            return [dict(f) for f in self.release_files.values() if f["release"] == uri]
+
+    def os_slug(self, resource_uri: str) -> str:
+        """The slug of the OS a record points to."""
+        return str(self.oses[_pk_of(resource_uri, "os")]["slug"])
+
+    @property
+    def writes(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_write]
+
+    def counts_after_writes(self, release: str) -> list[int]:
+        """The release's number of files after each write request, in order."""
+        return [r.counts_after.get(release, 0) for r in self.writes]
+
+    def fail(
+        self,
+        op: Op,
+        *,
+        nth: int = 1,
+        status: int = 500,
+        times: int = 1,
+        retry_after: str | int | None = None,
+        commit: bool = False,
+    ) -> Fault:
+        """Inject a fault: e.g. ``fail("create", nth=5, status=500, times=10)``."""
+        fault = Fault(
+            op, nth, status, times, None if retry_after is None else str(retry_after), commit
+        )
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    # -- internals
+
+    def _pk(self) -> int:
+        pk = self._next_pk
+        self._next_pk += 1
+        return pk
+
+    def _release_uri(self, release: str | int) -> str:
+        if isinstance(release, int):
+            return f"{API}downloads/release/{release}/"
+        for rel in self.releases.values():
+            if rel["name"] == release:
+                return str(rel["resource_uri"])
+        raise KeyError(release)
+
+    def _counts(self) -> dict[str, int]:
+        counts = {str(rel["name"]): 0 for rel in self.releases.values()}
+        names = {rel["resource_uri"]: rel["name"] for rel in self.releases.values()}
+        for record in self.release_files.values():
+            name = names.get(record["release"])
+            if name is not None:
+                counts[name] += 1
+        return counts
+
+    def _file_repr(self, pk: int, record: Mapping[str, Any]) -> dict[str, Any]:
+        full: dict[str, Any] = {
+            "name": "",
+            "slug": "",
+            "description": "",
+            "is_source": False,
+            "url": "",
+            "md5_sum": "",
+            "sha256_sum": "",
+            "filesize": 0,
+            "download_button": False,
+            **dict.fromkeys(SIDECAR_FIELDS, ""),
+            "creator": None,
+            "last_modified_by": None,
+        }
+        full.update(record)
+        full["resource_uri"] = f"{API}downloads/release_file/{pk}/"
+        return full
+
+    def _fault_for(self, op: Op) -> Fault | None:
+        for name in (op, "any"):
+            self._counters[name] = self._counters.get(name, 0) + 1
+        for fault in self.faults:
+            if fault.op not in (op, "any"):
+                continue
+            index = self._counters[fault.op]
+            if fault.nth <= index < fault.nth + fault.times:
+                fault.seen += 1
+                return fault
+        return None
+
+
+def _pk_of(uri: str, kind: str) -> int:
+    match = re.fullmatch(rf"(?:https?://[^/]+)?{API}downloads/{kind}/(\d+)/", uri)
+    if match is None:
+        raise _Refusal(400, f"Could not find the provided object via resource URI '{uri}'.")
+    return int(match.group(1))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: PydotorgDouble
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    def do_PURGE(self) -> None:
+        self._handle()
+
+    # -- dispatch
+
+    def _handle(self) -> None:
+        api = self.owner
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body: Any = None
+        status, payload = 500, None
+        headers: dict[str, str] = {}
+        user: str | None = None
+        with api._lock:
+            op = self._op(parts.path, query)
+            fault = api._fault_for(op)
+            try:
+                if fault is not None and not fault.commit:
+                    raise _Refusal(fault.status, "injected fault")
+                user = self._authenticate(query)
+                if self.command in ("POST", "PUT", "PATCH", "DELETE"):
+                    self._require_staff(user)
+                if self.command == "POST":
+                    body = self._json(raw)
+                status, payload, headers = self._route(parts.path, query, user, body)
+                if fault is not None:
+                    raise _Refusal(fault.status, "injected fault after the change was made")
+            except _Refusal as refusal:
+                status, headers = refusal.status, {}
+                payload = {"error_message": refusal.message} if refusal.message else None
+                if fault is not None and fault.retry_after is not None:
+                    headers["Retry-After"] = fault.retry_after
+            api.requests.append(
+                RecordedRequest(self.command, parts.path, query, user, status, body, api._counts())
+            )
+        data = b"" if payload is None else json.dumps(payload).encode()
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if data:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _op(self, path: str, query: Mapping[str, list[str]]) -> Op:
+        if self.command == "PURGE":
+            return "purge"
+        if self.command == "POST":
+            return "create"
+        if self.command == "DELETE":
+            return "delete"
+        return "get" if re.search(r"/\d+/$", path) else "list"
+
+    def _authenticate(self, query: Mapping[str, list[str]]) -> str | None:
+        if "api_key" in query or "username" in query:
+            raise _Refusal(401, "API keys are accepted in the Authorization header only.")
+        header = self.headers.get("Authorization")
+        if header is None:
+            return None  # a guest: may read
+        match = _AUTH_RE.fullmatch(header)
+        if match is None:
+            raise _Refusal(401, "The Authorization header must be 'ApiKey user:key'.")
+        name, key = match.groups()
+        known = self.owner.users.get(name)
+        if known is None or known[0] != key:
+            raise _Refusal(401)
+        return name
+
+    def _require_staff(self, user: str | None) -> None:
+        if self.command == "PURGE":
+            return
+        if user is None or not self.owner.users[user][1]:
+            raise _Refusal(401, "Operation restricted to staff users.")
+
+    def _json(self, raw: bytes) -> Any:
+        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+            raise _Refusal(400, "The format indicated in the Content-Type header is not supported.")
+        try:
+            return json.loads(raw)
+        except ValueError as err:
+            raise _Refusal(400, f"Invalid JSON: {err}") from err
+
+    def _route(
+        self, path: str, query: Mapping[str, list[str]], user: str | None, body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        api = self.owner
+        if self.command == "PURGE":
+            api.purges.append(path)
+            return 200, {"status": "ok", "id": f"purge-{len(api.purges)}"}, {}
+        match = re.fullmatch(rf"{API}downloads/(os|release|release_file)/(?:(\d+)/)?", path)
+        if match is None:
+            raise _Refusal(404)
+        kind, pk_text = match.group(1), match.group(2)
+        table = {"os": api.oses, "release": api.releases, "release_file": api.release_files}[kind]
+        staff = user is not None and api.users[user][1]
+        if self.command in ("PUT", "PATCH"):
+            raise _Refusal(405)
+        if pk_text is not None:
+            pk = int(pk_text)
+            obj = table.get(pk)
+            hidden = kind == "release" and obj is not None and not (staff or obj["is_published"])
+            if obj is None or hidden:
+                raise _Refusal(404)
+            if self.command == "GET":
+                return 200, obj, {}
+            if self.command == "DELETE" and kind == "release_file":
+                del table[pk]
+                return 204, None, {}
+            raise _Refusal(405)
+        if self.command == "GET":
+            return 200, self._list(kind, table, query, staff), {}
+        if kind != "release_file":
+            raise _Refusal(405)
+        if self.command == "DELETE":
+            return self._delete_list(query)
+        if self.command == "POST":
+            return self._create(body)
+        raise _Refusal(405)
+
+    def _filtered(
+        self, kind: str, table: Mapping[int, dict[str, Any]], query: Mapping[str, list[str]]
+    ) -> list[dict[str, Any]]:
+        allowed = {"name", "slug"} | ({"os", "release"} if kind == "release_file" else set())
+        objects = list(table.values())
+        for key, values in query.items():
+            if key in ("limit", "offset", "format"):
+                continue
+            if key not in allowed:
+                raise _Refusal(400, f"The '{key}' field does not allow filtering.")
+            value = values[-1]
+            if key in ("os", "release"):
+                uri = f"{API}downloads/{key}/{value}/"
+                objects = [o for o in objects if o[key] == uri]
+            else:
+                objects = [o for o in objects if o[key] == value]
+        return objects
+
+    def _list(
+        self,
+        kind: str,
+        table: Mapping[int, dict[str, Any]],
+        query: Mapping[str, list[str]],
+        staff: bool,
+    ) -> dict[str, Any]:
+        objects = self._filtered(kind, table, query)
+        if kind == "release" and not staff:
+            objects = [o for o in objects if o["is_published"]]
+        try:
+            limit = int(query.get("limit", ["20"])[-1])
+            offset = int(query.get("offset", ["0"])[-1])
+        except ValueError as err:
+            raise _Refusal(400, "Invalid limit or offset provided.") from err
+        limit = 1000 if limit == 0 else min(limit, 1000)
+        page = objects[offset : offset + limit]
+
+        def link(at: int) -> str:
+            params = {k: v[-1] for k, v in query.items() if k not in ("limit", "offset")}
+            return f"{API}downloads/{kind}/?" + urlencode({**params, "limit": limit, "offset": at})
+
+        return {
+            "meta": {
+                "limit": limit,
+                "offset": offset,
+                "total_count": len(objects),
+                "next": link(offset + limit) if offset + limit < len(objects) else None,
+                "previous": link(max(0, offset - limit)) if offset > 0 else None,
+            },
+            "objects": page,
+        }
+
+    def _delete_list(self, query: Mapping[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
+        if set(query) != {"release"} or len(query["release"]) != 1:
+            raise _Refusal(400, "Deleting release files needs exactly one 'release' filter.")
+        api = self.owner
+        uri = f"{API}downloads/release/{query['release'][0]}/"
+        for pk in [pk for pk, f in api.release_files.items() if f["release"] == uri]:
+            del api.release_files[pk]
+        return 204, None, {}
+
+    def _create(self, body: Any) -> tuple[int, Any, dict[str, str]]:
+        api = self.owner
+        if not isinstance(body, dict):
+            raise _Refusal(400, "The body must be a JSON object.")
+        unknown = set(body) - set(FILE_FIELDS)
+        if unknown:
+            raise _Refusal(400, f"Unknown fields: {', '.join(sorted(unknown))}.")
+        for name in REQUIRED_FILE_FIELDS:
+            if not body.get(name):
+                raise _Refusal(400, f"The '{name}' field has no data and doesn't allow a default.")
+        for name, kind in FILE_FIELDS.items():
+            if name in body and not isinstance(body[name], kind):
+                raise _Refusal(400, f"The '{name}' field must be a {kind.__name__}.")
+        os_pk, release_pk = _pk_of(body["os"], "os"), _pk_of(body["release"], "release")
+        if os_pk not in api.oses or release_pk not in api.releases:
+            raise _Refusal(400, "Could not find the provided object via resource URI.")
+        if not _SLUG_RE.fullmatch(body["slug"]):
+            raise _Refusal(400, "slug: Enter a valid 'slug'.")
+        for name in ("url", *SIDECAR_FIELDS):
+            if body.get(name) and not body[name].startswith(PYTHON_ORG):
+                raise _Refusal(400, "All file URLs must begin with 'https://www.python.org/'")
+        for name, suffix in SIDECAR_FIELDS.items():
+            if body.get(name) and body[name] != body["url"] + suffix:
+                raise _Refusal(400, f"{name} must be the file's URL + '{suffix}'.")
+        record = {**body, "os": f"{API}downloads/os/{os_pk}/"}
+        record["release"] = f"{API}downloads/release/{release_pk}/"
+        for other in api.release_files.values():
+            if other["url"] == record["url"]:
+                raise _Refusal(400, "Release file with this URL already exists.")
+            if other["slug"] == record["slug"]:
+                raise _Refusal(400, "Release file with this Slug already exists.")
+            if (
+                record.get("download_button")
+                and other["download_button"]
+                and (other["os"], other["release"]) == (record["os"], record["release"])
+            ):
+                raise _Refusal(
+                    400, 'Only one Release File per OS can have "Download button" enabled'
+                )
+        pk = api._pk()
+        api.release_files[pk] = api._file_repr(pk, record)
+        location = api.base_url.rstrip("/") + f"{API}downloads/release_file/{pk}/"
+        return 201, None, {"Location": location}
