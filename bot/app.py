@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from bot.config import Config
+from bot.domain.tags import ReleaseTag
 from bot.gate import Gate
-from bot.ports import Chat, Registry, Storage
+from bot.ports import Chat, Registry, SignatureVerifier, Storage
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
 
@@ -46,6 +47,22 @@ def build_registry(config: Config) -> Registry | None:
     return PydotorgRegistry(settings.url, auth, config.profile)
 
 
+def build_verifier(config: Config) -> SignatureVerifier:
+    """Sigstore verification with the trusted root and signers of the config and profile."""
+    from bot.signatures import SigstoreVerifier  # sigstore is heavy: loaded when used
+
+    settings = config.model.signatures
+    root = settings.trusted_root
+    if root not in ("production", "staging"):
+        root = str(config.path(root))
+    overrides = settings.identities
+
+    def signer(tag: ReleaseTag) -> tuple[str, str] | None:
+        return overrides.get(tag.branch) or config.profile.signer(tag)
+
+    return SigstoreVerifier(trusted_root=root, signers=signer)
+
+
 def build_gate(
     config: Config, chat: Chat, *, store: StateStore | None = None, connect: bool = True
 ) -> Gate:
@@ -57,4 +74,5 @@ def build_gate(
         build_storage(config),
         chat,
         registry=build_registry(config) if connect else None,
+        verifier=build_verifier(config),
     )

@@ -13,7 +13,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.config import Config
 from bot.domain import commands as cmd
@@ -21,6 +21,7 @@ from bot.domain.files import Listing, SnapshotFile, changed_since, needs_digest
 from bot.domain.history import EventKind, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.readiness import Readiness, compute_readiness
+from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.errors import (
     PromotionConflict,
@@ -30,7 +31,7 @@ from bot.errors import (
     StorageError,
 )
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
-from bot.ports import Chat, Registry, Storage
+from bot.ports import Chat, Registry, SignatureVerifier, Storage
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
 from bot.state import StateStore
 from bot.team import Team
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 BOT = "relbot"  # the actor of events the bot causes itself (a scan withdrawing a claim)
 CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 CODE_LENGTH = 8
+MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
 PIPELINE = ("promote", "register", "announce")
 
 
@@ -52,6 +54,7 @@ class _Observation:
     """What the bot last saw of a release's staging folder, and what it told the channel."""
 
     listing: Listing | None = None
+    signatures: tuple[SignatureResult, ...] = ()
     summary_ref: str | None = None
     summary_text: str = ""
 
@@ -81,6 +84,7 @@ class Gate:
         chat: Chat,
         *,
         registry: Registry | None = None,
+        verifier: SignatureVerifier | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         settle_seconds: float = 1.0,
@@ -93,6 +97,9 @@ class Gate:
         self.storage = storage
         self.chat = chat
         self.registry = registry
+        self.verifier = verifier
+        self._require_signatures = config.model.signatures.require
+        self._bundles: dict[tuple[str, str], tuple[tuple[int, float], bytes]] = {}
         self._clock = clock
         self._sleep = sleep
         self._settle = settle_seconds
@@ -447,7 +454,8 @@ class Gate:
             await self._sleep(self._settle)
             previous, listing = listing, await self._list(tag)
         self._observation(tag).listing = listing
-        return self._readiness(tag, listing, previous, state), listing
+        readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
+        return readiness, listing
 
     async def _list(self, tag: ReleaseTag) -> Listing:
         listing = await asyncio.to_thread(self.storage.list_staging, tag)
@@ -461,7 +469,8 @@ class Gate:
     def _readiness(
         self, tag: ReleaseTag, listing: Listing, previous: Listing | None, state: ReleaseState
     ) -> Readiness:
-        return compute_readiness(
+        """Readiness from a listing, with the signature verdicts last checked."""
+        readiness = compute_readiness(
             self.profile,
             tag,
             listing,
@@ -470,6 +479,41 @@ class Gate:
             withdrawals=state.withdrawals,
             holds=tuple(state.holds.values()),
         )
+        return replace(
+            readiness,
+            signatures=self._observation(tag).signatures,
+            signatures_required=self._require_signatures,
+        )
+
+    async def _check_signatures(self, readiness: Readiness) -> Readiness:
+        """Verify ``FILE.sigstore`` of every required file present (cached: a bundle is read
+        only when it changed, a file hashed only when it changed)."""
+        if self.verifier is None:
+            return readiness
+        tag = readiness.tag
+        listing = self._seen_listing(tag) or {}
+        results = []
+        for role in readiness.roles:
+            for f in role.files:
+                if f.required and f.path in listing:
+                    results.append(await self._signature(tag, f.path, listing))
+        self._observation(tag).signatures = tuple(results)
+        return replace(readiness, signatures=tuple(results))
+
+    async def _signature(self, tag: ReleaseTag, path: str, listing: Listing) -> SignatureResult:
+        assert self.verifier is not None
+        bundle_path = path + BUNDLE_SUFFIX
+        entry = listing.get(bundle_path)
+        if entry is None or not entry.regular:
+            return SignatureResult(path, SignatureStatus.MISSING, f"no {bundle_path}")
+        cached = self._bundles.get((str(tag), bundle_path))
+        if cached is not None and cached[0] == entry.stamp:
+            bundle = cached[1]
+        else:
+            bundle = await asyncio.to_thread(self.storage.read, tag, bundle_path, MAX_BUNDLE)
+            self._bundles[(str(tag), bundle_path)] = (entry.stamp, bundle)
+        digest = (await self._digest(tag, listing, [path]))[path]
+        return await asyncio.to_thread(self.verifier.verify, tag, path, digest, bundle)
 
     async def _digest(
         self, tag: ReleaseTag, listing: Listing, paths: Sequence[str]
@@ -523,7 +567,8 @@ class Gate:
         self._observation(tag).listing = listing
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
-        await self._refresh_summary(self._readiness(tag, listing, previous, state), state)
+        readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
+        await self._refresh_summary(readiness, state)
 
     async def _open_tags(self) -> list[ReleaseTag]:
         """Releases with a staging folder, or with history and not yet published."""

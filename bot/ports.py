@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
 from bot.domain.files import Listing
 from bot.domain.plan import PublishPlan
+from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelMessage
 
@@ -54,6 +54,10 @@ class Storage(Protocol):
         """
         ...
 
+    def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
+        """A small staged file (a signature bundle), whole; StorageError past ``limit`` bytes."""
+        ...
+
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages (``/srv/staging/3.14.1/``)."""
         ...
@@ -73,22 +77,6 @@ class Chat(Protocol):
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace a message posted earlier (the readiness summary is edited in place)."""
         ...
-
-
-class SignatureStatus(StrEnum):
-    VALID = "valid"
-    MISSING = "missing"
-    INVALID = "invalid"
-
-
-@dataclass(frozen=True)
-class SignatureResult:
-    """The verdict on one file's ``FILE.sigstore`` bundle; ``reason`` says why when invalid
-    (wrong signer, wrong issuer, digest mismatch, malformed or too-old bundle)."""
-
-    path: str
-    status: SignatureStatus
-    reason: str = ""
 
 
 class SignatureVerifier(Protocol):
@@ -124,3 +112,15 @@ class Registry(Protocol):
         """Make the release's file records match the published plan, by difference;
         running it again is a no-op."""
         ...
+
+
+__all__ = [
+    "Chat",
+    "PromotionReport",
+    "Registry",
+    "RegistryReport",
+    "SignatureResult",
+    "SignatureStatus",
+    "SignatureVerifier",
+    "Storage",
+]

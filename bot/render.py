@@ -82,6 +82,13 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     lines += [
         f"  on hold by {h.person}" + (f": {h.reason}" if h.reason else "") for h in readiness.holds
     ]
+    if readiness.signatures:
+        valid = len(readiness.signatures) - len(readiness.unsigned)
+        rule = "required" if readiness.signatures_required else "not required"
+        lines.append(
+            f"  signatures: {valid} of {len(readiness.signatures)} files signed and valid ({rule})"
+        )
+        lines += [f"    {s.describe()}" for s in readiness.unsigned if s.reason]
     lines += [f"  blocked: {b}" for b in readiness.extra_blockers]
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.app import build_verifier
 from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
@@ -76,9 +77,10 @@ class Clock:
 class World:
     """A release team rehearsing on tmp folders: stage files, type commands, restart."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra_toml: str = "") -> None:
         self.root = root
-        (root / "relbot.toml").write_text(textwrap.dedent(TEAM_TOML), encoding="utf-8")
+        toml = textwrap.dedent(TEAM_TOML) + textwrap.dedent(extra_toml)
+        (root / "relbot.toml").write_text(toml, encoding="utf-8")
         self.config = load_config(root / "relbot.toml")
         self.profile = self.config.profile
         self.staging = root / "data" / "staging"
@@ -89,6 +91,7 @@ class World:
         # change staging between the two listings.
         self.during_settle: list[Callable[[], None]] = []
         self.storage = self.make_storage()
+        self.verifier = build_verifier(self.config)
         self.gate = self.start()
 
     def make_storage(self) -> LocalStorage:
@@ -102,6 +105,7 @@ class World:
             self.store,
             storage or self.storage,
             self.chat,
+            verifier=self.verifier,
             clock=self.clock,
             sleep=self._settle,
             code_factory=self._codes(),
@@ -120,7 +124,11 @@ class World:
     # -- staging -----------------------------------------------------------------------------
 
     def stage(
-        self, tag: str, roles: Iterable[str] | None = None, skip: Iterable[str] = ()
+        self,
+        tag: str,
+        roles: Iterable[str] | None = None,
+        skip: Iterable[str] = (),
+        content: bytes | None = None,
     ) -> list[str]:
         """Write every required file of ``roles`` (default: all) for ``tag``; returns paths."""
         parsed = ReleaseTag.parse(tag)
@@ -129,7 +137,7 @@ class World:
         for expected in self.profile.expected(parsed):
             if (wanted is not None and expected.role not in wanted) or expected.path in skip:
                 continue
-            self.write(tag, expected.path, f"{expected.path} built for {tag}\n")
+            self.write(tag, expected.path, content or f"{expected.path} built for {tag}\n")
             written.append(expected.path)
         return written
 

@@ -9,6 +9,7 @@ from enum import StrEnum
 from bot.domain.claims import Claim, Hold, Withdrawal
 from bot.domain.files import Listing, StagedFile
 from bot.domain.profile import FileKind, Profile
+from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 
 
@@ -64,6 +65,8 @@ class Readiness:
     stray: tuple[FileReadiness, ...] = ()
     holds: tuple[Hold, ...] = ()
     extra_blockers: tuple[str, ...] = field(default=())
+    signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
+    signatures_required: bool = False
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -79,8 +82,15 @@ class Readiness:
                 found.append(f"{role.role}: nobody said /ready {role.role} {self.tag}")
         found += [f"staging: {f.describe()}" for f in self.stray]
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
+        if self.signatures_required:
+            found += [f"signature of {s.describe()}" for s in self.unsigned]
         found += self.extra_blockers
         return found
+
+    @property
+    def unsigned(self) -> tuple[SignatureResult, ...]:
+        """Required files whose signature is missing or invalid."""
+        return tuple(s for s in self.signatures if s.status is not SignatureStatus.VALID)
 
     @property
     def publishable(self) -> bool:

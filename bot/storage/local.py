@@ -49,6 +49,14 @@ class LocalStorage:
         root = self.staging / str(tag)
         return {path: _sha256(_inside(root, path)) for path in paths}
 
+    def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
+        file = _inside(self.staging / str(tag), path)
+        with file.open("rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
+        return data
+
     def staging_location(self, tag: ReleaseTag) -> str:
         return f"{self.staging / str(tag)}/"
 

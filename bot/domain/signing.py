@@ -1,0 +1,27 @@
+"""Signature verdicts, as readiness shows them (the verification itself is a port)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+BUNDLE_SUFFIX = ".sigstore"
+
+
+class SignatureStatus(StrEnum):
+    VALID = "valid"
+    MISSING = "missing"
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class SignatureResult:
+    """The verdict on one file's ``FILE.sigstore`` bundle; ``reason`` says why when invalid
+    (wrong signer, wrong issuer, digest mismatch, malformed or too-old bundle)."""
+
+    path: str
+    status: SignatureStatus
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"{self.path}: {self.reason or self.status.value}"

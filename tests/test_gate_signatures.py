@@ -1,0 +1,145 @@
+"""Signatures in the gate: verified in staging before anything is published, with the real
+Sigstore bundles of tests/data/sigstore (staging trust root, verified offline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.domain.tags import ReleaseTag
+from bot.messages import ChannelKind
+from tests.conftest import World
+
+DATA = Path(__file__).parent / "data" / "sigstore"
+ARTIFACT = (DATA / "bundle_v3.txt").read_bytes()
+BUNDLE = (DATA / "bundle_v3.txt.sigstore").read_bytes()
+SIGNED_BY_TEST_SIGNER = """
+    [signatures]
+    require = {require}
+    trusted_root = "staging"
+    identities = {{ "3.14" = ["{identity}", "https://github.com/login/oauth"] }}
+"""
+
+
+def signed_world(tmp_path: Path, *, require: bool = True, identity: str = "") -> World:
+    """Every required file has the test artifact's bytes, so the one real bundle signs all."""
+    toml = SIGNED_BY_TEST_SIGNER.format(
+        require=str(require).lower(), identity=identity or "william@yossarian.net"
+    )
+    return World(tmp_path, toml)
+
+
+def sign_all(world: World, tag: str, paths: list[str]) -> None:
+    for path in paths:
+        world.write(tag, path + ".sigstore", BUNDLE)
+
+
+async def test_every_file_signed_publishes_with_its_bundles(tmp_path: Path) -> None:
+    world = signed_world(tmp_path)
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    await world.ready_all("3.14.1")
+    status = await world.say("eve", "/status 3.14.1")
+    assert f"signatures: {len(paths)} of {len(paths)} files signed and valid" in status.text
+    reply = await world.say("hugo", await world.plan("3.14.1"))
+    assert not reply.private, reply.text
+    assert "3.14.1/python-3.14.1.exe.sigstore" in world.public_files()
+    assert "doc/3.14.1/python-3.14.1-docs.epub.sigstore" in world.public_files()
+
+
+async def test_a_missing_signature_blocks_publish_when_required(tmp_path: Path) -> None:
+    world = signed_world(tmp_path)
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", [p for p in paths if p != "python-3.14.1-macos11.pkg"])
+    await world.ready_all("3.14.1")
+    reply = await world.say("hugo", "/publish 3.14.1")
+    assert reply.private
+    assert "signature of python-3.14.1-macos11.pkg: no python-3.14.1-macos11.pkg.sigstore" in (
+        reply.text
+    )
+
+
+async def test_a_signature_by_the_wrong_person_is_named_in_status_and_blocks(
+    tmp_path: Path,
+) -> None:
+    world = signed_world(tmp_path, identity="hugo@python.org")
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    await world.ready_all("3.14.1")
+    status = await world.say("eve", "/status 3.14.1")
+    assert f"signatures: 0 of {len(paths)} files signed and valid (required)" in status.text
+    assert "wrong signer" in status.text and "william@yossarian.net" in status.text
+    reply = await world.say("hugo", "/publish 3.14.1")
+    assert reply.private and "wrong signer" in reply.text
+
+
+async def test_a_file_changed_after_signing_is_a_digest_mismatch(tmp_path: Path) -> None:
+    world = signed_world(tmp_path)
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    flipped = bytearray(ARTIFACT)
+    flipped[0] ^= 1
+    world.write("3.14.1", "Python-3.14.1.tgz", bytes(flipped))
+    status = await world.say("eve", "/status 3.14.1")
+    assert "Python-3.14.1.tgz: digest mismatch" in status.text
+
+
+async def test_the_old_v0_1_bundle_is_reported_not_crashed_on(tmp_path: Path) -> None:
+    world = signed_world(tmp_path)
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    world.write(
+        "3.14.1", "Python-3.14.1.tgz.sigstore", (DATA / "Python-3.12.5.tgz.sigstore").read_bytes()
+    )
+    status = await world.say("eve", "/status 3.14.1")
+    assert "Python-3.14.1.tgz: too-old bundle format" in status.text
+
+
+async def test_unsigned_files_never_block_when_signatures_are_not_required(
+    tmp_path: Path,
+) -> None:
+    world = signed_world(tmp_path, require=False)
+    world.stage("3.14.1", content=ARTIFACT)
+    await world.ready_all("3.14.1")
+    status = await world.say("eve", "/status 3.14.1")
+    assert "signatures: 0 of 19 files signed and valid (not required)" in status.text
+    reply = await world.say("hugo", await world.plan("3.14.1"))
+    assert not reply.private, reply.text
+
+
+async def test_a_signature_changed_after_ready_withdraws_the_claim(tmp_path: Path) -> None:
+    world = signed_world(tmp_path)
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    await world.say("ned", "/ready macos 3.14.1")
+    world.write("3.14.1", "python-3.14.1-macos11.pkg.sigstore", BUNDLE + b"\n")
+    await world.gate.scan()
+    assert "macos" not in world.store.release(ReleaseTag.parse("3.14.1")).claims
+    assert any(
+        "python-3.14.1-macos11.pkg.sigstore changed after /ready" in n
+        for n in world.chat.texts(ChannelKind.NOTICE)
+    )
+
+
+async def test_steady_state_scans_read_no_bundle_and_hash_nothing_again(tmp_path: Path) -> None:
+    world = signed_world(tmp_path)
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    calls = {"digest": 0, "read": 0}
+    storage = world.storage
+    digest, read = storage.digest, storage.read
+
+    def counting_digest(tag: ReleaseTag, wanted: list[str]) -> dict[str, str]:
+        calls["digest"] += len(wanted)
+        return digest(tag, wanted)
+
+    def counting_read(tag: ReleaseTag, path: str, limit: int) -> bytes:
+        calls["read"] += 1
+        return read(tag, path, limit)
+
+    storage.digest = counting_digest  # type: ignore[method-assign]
+    storage.read = counting_read  # type: ignore[method-assign]
+    await world.gate.scan()
+    assert calls == {"digest": len(paths), "read": len(paths)}
+    await world.gate.scan()
+    await world.gate.scan()
+    assert calls == {"digest": len(paths), "read": len(paths)}
