@@ -1,0 +1,299 @@
+"""Readiness: what one staging listing (and the one before it), the claims and the holds say
+about a release, file by file, role by role, and whether it can be published."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import pytest
+
+from bot.domain.claims import Claim, Hold, Withdrawal
+from bot.domain.files import StagedFile
+from bot.domain.profile import Profile, load_profile
+from bot.domain.readiness import FileStatus, Readiness, compute_readiness
+from bot.domain.tags import ReleaseTag
+
+TAG = ReleaseTag.parse("3.14.1")
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture(scope="module")
+def cpython() -> Profile:
+    return load_profile("cpython")
+
+
+def complete_listing(profile: Profile, tag: ReleaseTag = TAG) -> dict[str, StagedFile]:
+    """Every required file of ``tag``, settled (same listing twice)."""
+    return {f.path: StagedFile(f.path, 1000 + i, T0) for i, f in enumerate(profile.expected(tag))}
+
+
+def with_files(listing: dict[str, StagedFile], *files: StagedFile) -> dict[str, StagedFile]:
+    return {**listing, **{f.path: f for f in files}}
+
+
+def without(listing: dict[str, StagedFile], *paths: str) -> dict[str, StagedFile]:
+    return {p: f for p, f in listing.items() if p not in paths}
+
+
+def claims_for(roles: Iterable[str]) -> dict[str, Claim]:
+    return {role: Claim(role, "hugo", T0, ()) for role in roles}
+
+
+def status_of(readiness: Readiness, path: str) -> FileStatus:
+    every = [f for role in readiness.roles for f in role.files] + list(readiness.stray)
+    return next(f.status for f in every if f.path == path)
+
+
+def readiness_of(
+    profile: Profile, listing: dict[str, StagedFile], previous: dict[str, StagedFile] | None
+) -> Readiness:
+    return compute_readiness(profile, TAG, listing, previous=previous)
+
+
+# -- per file ---------------------------------------------------------------------------------
+
+
+def test_a_settled_required_file_is_present(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert status_of(readiness, "python-3.14.1.exe") is FileStatus.PRESENT
+    assert all(role.complete for role in readiness.roles)
+
+
+def test_a_first_listing_without_a_previous_one_counts_files_as_present(cpython: Profile) -> None:
+    readiness = readiness_of(cpython, complete_listing(cpython), None)
+
+    assert status_of(readiness, "Python-3.14.1.tgz") is FileStatus.PRESENT
+
+
+def test_a_required_file_not_staged_is_missing(cpython: Profile) -> None:
+    listing = without(complete_listing(cpython), "python-3.14.1-macos11.pkg")
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    macos = readiness.role("macos")
+    assert [(f.path, f.status) for f in macos.files] == [
+        ("python-3.14.1-macos11.pkg", FileStatus.MISSING)
+    ]
+    assert not macos.complete
+    assert macos.problems[0].describe() == "python-3.14.1-macos11.pkg (missing)"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".python-3.14.1-macos11.pkg",  # a leading dot: rsync, scp -T, many clients
+        "python-3.14.1-macos11.pkg.part",
+        "python-3.14.1-macos11.pkg.tmp",
+        "docs/.python-3.14.1-docs.epub.XYZ123",
+    ],
+)
+def test_a_file_with_a_partial_upload_name_is_uploading(cpython: Profile, name: str) -> None:
+    partial = StagedFile(name, 500, T0)
+    listing = with_files(complete_listing(cpython), partial)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert status_of(readiness, name) is FileStatus.UPLOADING
+    assert f"staging: {name} (uploading)" in readiness.blockers
+
+
+def test_a_file_whose_size_moved_since_the_previous_listing_is_uploading(cpython: Profile) -> None:
+    previous = complete_listing(cpython)
+    growing = StagedFile(
+        "python-3.14.1-amd64.exe", previous["python-3.14.1-amd64.exe"].size + 1, T0
+    )
+
+    readiness = readiness_of(cpython, with_files(previous, growing), previous)
+
+    assert status_of(readiness, "python-3.14.1-amd64.exe") is FileStatus.UPLOADING
+    assert not readiness.role("windows").complete
+
+
+def test_a_file_whose_mtime_moved_since_the_previous_listing_is_uploading(cpython: Profile) -> None:
+    previous = complete_listing(cpython)
+    old = previous["Python-3.14.1.tgz"]
+    touched = StagedFile(old.path, old.size, old.mtime + 1)
+
+    readiness = readiness_of(cpython, with_files(previous, touched), previous)
+
+    assert status_of(readiness, "Python-3.14.1.tgz") is FileStatus.UPLOADING
+
+
+def test_a_file_absent_from_the_previous_listing_is_uploading(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+    previous = without(listing, "windows-3.14.1.json")
+
+    readiness = readiness_of(cpython, listing, previous)
+
+    assert status_of(readiness, "windows-3.14.1.json") is FileStatus.UPLOADING
+    assert status_of(readiness, "python-3.14.1.exe") is FileStatus.PRESENT
+
+
+def test_a_file_merely_recent_is_not_uploading(cpython: Profile) -> None:
+    now = time.time()
+    listing = {
+        path: StagedFile(path, entry.size, now) for path, entry in complete_listing(cpython).items()
+    }
+
+    readiness = readiness_of(cpython, listing, dict(listing))
+
+    assert {f.status for role in readiness.roles for f in role.files} == {FileStatus.PRESENT}
+
+
+def test_an_empty_required_file_is_empty(cpython: Profile) -> None:
+    empty = StagedFile("python-3.14.1-macos11.pkg", 0, T0)
+    listing = with_files(complete_listing(cpython), empty)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert status_of(readiness, "python-3.14.1-macos11.pkg") is FileStatus.EMPTY
+    assert not readiness.role("macos").complete
+
+
+def test_a_stray_file_is_unexpected_and_blocks(cpython: Profile) -> None:
+    listing = with_files(complete_listing(cpython), StagedFile("notes.txt", 10, T0))
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert [(f.path, f.status) for f in readiness.stray] == [("notes.txt", FileStatus.UNEXPECTED)]
+    assert "staging: notes.txt (unexpected)" in readiness.blockers
+    assert all(role.complete for role in readiness.roles)  # no role is blamed for it
+
+
+def test_a_symlink_in_place_of_a_required_file_is_not_a_regular_file(cpython: Profile) -> None:
+    link = StagedFile("Python-3.14.1.tar.xz", 30, T0, regular=False)
+    listing = with_files(complete_listing(cpython), link)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert status_of(readiness, "Python-3.14.1.tar.xz") is FileStatus.NOT_REGULAR
+    assert not readiness.role("source").complete
+    assert "Python-3.14.1.tar.xz (not a regular file)" in readiness.blockers[0]
+
+
+def test_allowed_files_and_sidecars_join_their_roles_as_optional_files(cpython: Profile) -> None:
+    extras = [
+        StagedFile("python-3.14.1-amd64.exe.sigstore", 5, T0),
+        StagedFile("amd64/core.msi", 5, T0),
+        StagedFile("docs/python-3.14.1-docs.epub.sigstore", 5, T0),
+    ]
+    listing = with_files(complete_listing(cpython), *extras)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    windows = {f.path: f for f in readiness.role("windows").files}
+    assert windows["amd64/core.msi"].status is FileStatus.PRESENT
+    assert not windows["amd64/core.msi"].required
+    assert not windows["python-3.14.1-amd64.exe.sigstore"].required
+    assert "docs/python-3.14.1-docs.epub.sigstore" in {
+        f.path for f in readiness.role("docs").present
+    }
+    assert readiness.stray == ()
+
+
+def test_a_growing_sidecar_keeps_its_role_incomplete(cpython: Profile) -> None:
+    previous = with_files(
+        complete_listing(cpython), StagedFile("Python-3.14.1.tgz.sigstore", 5, T0)
+    )
+    listing = with_files(previous, StagedFile("Python-3.14.1.tgz.sigstore", 9, T0))
+
+    readiness = readiness_of(cpython, listing, previous)
+
+    assert not readiness.role("source").complete
+
+
+# -- per role and per release -----------------------------------------------------------------
+
+
+def test_a_role_is_complete_claimed_or_withdrawn(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+    withdrawal = Withdrawal("macos", "hugo", "python-3.14.1-macos11.pkg changed", T0)
+
+    readiness = compute_readiness(
+        cpython,
+        TAG,
+        listing,
+        previous=listing,
+        claims=claims_for(["source", "docs"]),
+        withdrawals={"macos": withdrawal},
+    )
+
+    assert readiness.role("source").claim is not None
+    assert readiness.role("windows").claim is None
+    assert readiness.role("windows").complete
+    assert readiness.role("macos").claim is None
+    assert readiness.role("macos").withdrawal == withdrawal
+    assert readiness.claimed_roles == 2
+
+
+def test_roles_are_reported_in_profile_order_and_only_those_taking_part(cpython: Profile) -> None:
+    beta = ReleaseTag.parse("3.14.0b1")
+
+    readiness = compute_readiness(cpython, beta, complete_listing(cpython, beta))
+
+    assert [r.role for r in readiness.roles] == ["source", "windows", "macos"]
+
+
+def test_every_unclaimed_role_is_a_blocker(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims_for(["source", "docs", "windows"])
+    )
+
+    assert readiness.blockers == ["macos: nobody said /ready macos 3.14.1"]
+    assert not readiness.publishable
+
+
+def test_a_hold_is_a_blocker_naming_who_and_why(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+
+    readiness = compute_readiness(
+        cpython,
+        TAG,
+        listing,
+        previous=listing,
+        claims=claims_for(cpython.roles),
+        holds=(Hold("ned", "notarization pending", T0),),
+    )
+
+    assert readiness.blockers == ["held by ned: notarization pending"]
+    assert not readiness.publishable
+
+
+def test_a_release_with_every_role_claimed_and_complete_is_publishable(cpython: Profile) -> None:
+    listing = with_files(complete_listing(cpython), StagedFile("Python-3.14.1.tgz.sigstore", 5, T0))
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims_for(cpython.roles)
+    )
+
+    assert readiness.blockers == []
+    assert readiness.publishable
+    assert readiness.claimed_roles == 4
+
+
+def test_a_claimed_role_whose_file_went_missing_blocks_with_the_file_named(
+    cpython: Profile,
+) -> None:
+    listing = without(complete_listing(cpython), "python-3.14.1-arm64.exe")
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims_for(cpython.roles)
+    )
+
+    assert readiness.blockers == ["windows: python-3.14.1-arm64.exe (missing)"]
+
+
+def test_a_stray_file_blocks_even_when_every_role_is_claimed(cpython: Profile) -> None:
+    listing = with_files(complete_listing(cpython), StagedFile("Python-3.14.1.tgz.asc", 5, T0))
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims_for(cpython.roles)
+    )
+
+    assert readiness.blockers == ["staging: Python-3.14.1.tgz.asc (unexpected)"]
