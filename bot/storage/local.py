@@ -82,23 +82,33 @@ class LocalStorage:
     def promote(self, plan: PublishPlan) -> PromotionReport:
         root = self.staging / str(plan.tag)
         self._refuse_conflicts(root, plan)
-        renamed: list[str] = []
-        moved = already = 0
+        # Prepare first (decide, make folders), so the phase in which files become visible
+        # holds nothing but renames and links; unlinking sources and fsync come after it.
+        renames: list[tuple[Path, Path, FolderMove]] = []
+        links: list[tuple[Path, Path, PlanFile]] = []
         for move in folder_moves(plan):
             source, target = _inside(root, move.source), _inside(self.public, move.target)
-            if not target.exists() and self._holds_exactly(source, move):
+            leaving = {f.path for _, _, m in renames for f in m.files}
+            if not target.exists() and self._holds_exactly(source, move, leaving):
                 target.parent.mkdir(parents=True, exist_ok=True)
-                self._rename(source, target)
-                _fsync_dir(target.parent)
-                renamed.append(move.target)
+                renames.append((source, target, move))
                 continue
             for f in move.files:
-                if self._move_file(_inside(root, f.path), _inside(self.public, f.target), f):
-                    moved += 1
-                else:
-                    already += 1
+                file_source, file_target = _inside(root, f.path), _inside(self.public, f.target)
+                file_target.parent.mkdir(parents=True, exist_ok=True)
+                links.append((file_source, file_target, f))
+        for source, target, _ in renames:
+            self._rename(source, target)
+        linked = [(s, t) for s, t, f in links if self._link_no_clobber(s, t, f)]
+        for source, target, _ in links:
+            if source.exists() and target.exists():
+                source.unlink()
+        for folder in {t.parent for _, t, _ in renames} | {t.parent for _, t, _ in links}:
+            _fsync_dir(folder)
         _prune_empty(root)
-        return PromotionReport(tuple(renamed), moved, already)
+        return PromotionReport(
+            tuple(m.target for _, _, m in renames), len(linked), len(links) - len(linked)
+        )
 
     def _refuse_conflicts(self, root: Path, plan: PublishPlan) -> None:
         """Check every target before anything moves: an existing public file must be the
@@ -114,19 +124,19 @@ class LocalStorage:
             elif not source.exists():
                 raise StorageError(f"{f.path} is neither in staging nor public; re-run /publish.")
 
-    def _holds_exactly(self, source: Path, move: FolderMove) -> bool:
+    def _holds_exactly(self, source: Path, move: FolderMove, leaving: set[str]) -> bool:
         """Whether the staging folder holds exactly the move's files (so a rename moves
-        nothing unplanned), once inner folders that move on their own are gone."""
+        nothing unplanned), not counting ``leaving``: inner folders renamed before it."""
         if not source.is_dir():
             return False
-        present = {join(move.source, path) for path, _ in _walk(source, "")}
+        present = {join(move.source, path) for path, _ in _walk(source, "")} - leaving
         return present == {f.path for f in move.files}
 
-    def _move_file(self, source: Path, target: Path, f: PlanFile) -> bool:
-        """No-clobber move; returns False when the file was already public (a resumed move)."""
+    def _link_no_clobber(self, source: Path, target: Path, f: PlanFile) -> bool:
+        """Make ``target`` a second name of ``source``; False when it was already public
+        (a resumed promotion). A different file at ``target`` is never replaced."""
         if not source.exists():
             return False
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._link(source, target)
         except FileExistsError:
@@ -136,7 +146,7 @@ class LocalStorage:
                 raise PromotionConflict(
                     f"{f.target} appeared in public with different content while publishing."
                 ) from None
-        source.unlink()
+            return False
         return True
 
     # The two primitive moves, kept apart so tests can inject a crash between them.
