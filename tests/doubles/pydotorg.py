@@ -72,8 +72,9 @@ Op = Literal["create", "delete", "list", "get", "purge", "any"]
 
 @dataclass
 class Fault:
-    """Answer the ``nth`` (1-based) request of kind ``op`` and the ``times - 1`` after it with
-    ``status``; with ``commit``, the request is carried out first (an answer lost in transit)."""
+    """Answer the ``nth`` (1-based, counted from when the fault was injected) request of kind
+    ``op`` and the ``times - 1`` after it with ``status``; with ``commit``, the request is
+    carried out first (an answer lost in transit)."""
 
     op: Op
     nth: int = 1
@@ -82,6 +83,7 @@ class Fault:
     retry_after: str | None = None
     commit: bool = False
     seen: int = 0
+    start: int = 0  # requests of kind ``op`` before the fault was injected
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,9 @@ class PydotorgDouble:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -227,10 +231,16 @@ class PydotorgDouble:
         commit: bool = False,
     ) -> Fault:
         """Inject a fault: e.g. ``fail("create", nth=5, status=500, times=10)``."""
-        fault = Fault(
-            op, nth, status, times, None if retry_after is None else str(retry_after), commit
-        )
         with self._lock:
+            fault = Fault(
+                op,
+                nth,
+                status,
+                times,
+                None if retry_after is None else str(retry_after),
+                commit,
+                start=self._counters.get(op, 0),
+            )
             self.faults.append(fault)
         return fault
 
@@ -283,7 +293,7 @@ class PydotorgDouble:
         for fault in self.faults:
             if fault.op not in (op, "any"):
                 continue
-            index = self._counters[fault.op]
+            index = self._counters[fault.op] - fault.start
             if fault.nth <= index < fault.nth + fault.times:
                 fault.seen += 1
                 return fault
@@ -300,6 +310,9 @@ def _pk_of(uri: str, kind: str) -> int:
 class _Handler(BaseHTTPRequestHandler):
     owner: PydotorgDouble
     protocol_version = "HTTP/1.1"
+    # One write per response, sent at once: no 40 ms delayed-ACK stall per request.
+    wbufsize = 1 << 16
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
         pass
@@ -365,6 +378,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()
 
     def _op(self, path: str, query: Mapping[str, list[str]]) -> Op:
         if self.command == "PURGE":
