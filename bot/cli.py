@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.app import build_gate, build_registry, build_storage
@@ -18,6 +20,9 @@ from bot.errors import RelbotError
 from bot.messages import ChannelMessage
 from bot.render import audit_line
 from bot.state import OwnerLock, StateStore
+
+if TYPE_CHECKING:
+    from adapters.platform import Platform
 
 log = logging.getLogger("relbot")
 
@@ -76,20 +81,49 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(config: Config, args: argparse.Namespace) -> int:
     platforms = args.platform or config.platforms() or ["console"]
-    unknown = [p for p in platforms if p not in ("console", "slack", "discord")]
-    if unknown:
-        raise RelbotError(f"--platform: unknown platform {unknown[0]!r} (console, slack, discord).")
-    if platforms != ["console"]:
-        raise RelbotError(
-            f"the {', '.join(p for p in platforms if p != 'console')} platform is not part of "
-            "this version yet; run with --platform console."
-        )
+    for name in platforms:
+        if name not in ("console", "slack", "discord"):
+            raise RelbotError(f"--platform: unknown platform {name!r} (console, slack, discord).")
+        if name != "console" and name not in config.platforms():
+            raise RelbotError(f"--platform {name}: the config has no [{name}] table.")
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
-        return asyncio.run(_run_console(config, args.speaker))
+        if platforms == ["console"]:
+            return asyncio.run(_run_console(config, args.speaker))
+        if "console" in platforms:
+            raise RelbotError("--platform console runs alone; chat platforms run together.")
+        return asyncio.run(_run_platforms(config, platforms))
     finally:
         lock.release()
+
+
+async def _run_platforms(config: Config, names: list[str]) -> int:
+    """Serve the chat platforms on one gate until SIGTERM or SIGINT."""
+    from adapters.platform import FanoutChat
+    from bot.scheduler import Poller
+
+    platforms: list[Platform] = [_make_platform(config, name) for name in names]
+    gate = build_gate(config, FanoutChat([(p.name, p.chat) for p in platforms]))
+    poller = Poller(gate, config.model.poll_interval)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await gate.resume()
+    started: list[Platform] = []
+    try:
+        for platform in platforms:
+            await platform.start(gate)
+            started.append(platform)
+        poller.start()
+        log.warning("relbot %s serving %s", __version__, ", ".join(names))
+        await stop.wait()
+    finally:
+        await poller.stop()
+        for platform in reversed(started):
+            await platform.stop()
+    return 0
 
 
 async def _run_console(config: Config, speaker: str | None) -> int:
@@ -107,6 +141,17 @@ async def _run_console(config: Config, speaker: str | None) -> int:
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
     return await Console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
+
+
+def _make_platform(config: Config, name: str) -> Platform:
+    """The adapter for ``name``; each reads its own secrets from the environment."""
+    if name == "slack":
+        from adapters.slack import SlackPlatform
+
+        return SlackPlatform.from_config(config)
+    from adapters.discord_app import DiscordPlatform
+
+    return DiscordPlatform.from_config(config)
 
 
 def _first_start(config: Config) -> None:
@@ -184,8 +229,11 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         build_registry(config)
     except RelbotError as err:
         problems.append(str(err))
-    for platform in config.platforms():
-        problems.append(f"{platform}: this version cannot connect to {platform} yet.")
+    for name in config.platforms():
+        try:
+            problems += _make_platform(config, name).check()
+        except RelbotError as err:
+            problems.append(str(err))
     if problems:
         print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
         return 1
