@@ -155,11 +155,21 @@ def _make_platform(config: Config, name: str) -> Platform:
 
 
 def _first_start(config: Config) -> None:
-    """The built-in default stages a demo release the first time it runs in a folder."""
+    """The built-in default stages a demo release the first time it runs in a folder: while
+    nothing has been recorded and the demo is neither staged nor public."""
+    if config.origin != "built-in default":
+        return
     staging = config.path(config.model.storage.staging)
-    first = config.origin == "built-in default" and not config.state_path.exists()
-    if first and not staging.exists():
-        stage_demo(staging, config.profile)
+    public = config.path(config.model.storage.public)
+    if (staging / str(DEMO_TAG)).exists() or (public / DEMO_TAG.version).exists():
+        return
+    if config.state_path.exists():
+        store = StateStore(config.state_path)
+        recorded = store.tags()
+        store.close()
+        if recorded:
+            return
+    stage_demo(staging, config.profile)
 
 
 def _banner(config: Config, speaker: str) -> None:

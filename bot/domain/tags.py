@@ -18,7 +18,10 @@ class Stage(StrEnum):
     FINAL = ""
 
 
-@dataclass(frozen=True, order=True)
+_STAGE_ORDER = {Stage.ALPHA: 0, Stage.BETA: 1, Stage.RC: 2, Stage.FINAL: 3}
+
+
+@dataclass(frozen=True)
 class ReleaseTag:
     """A parsed release tag. ``str(tag)`` gives it back in canonical form."""
 
@@ -79,6 +82,13 @@ class ReleaseTag:
 
     def __str__(self) -> str:
         return self.version + self.prerelease_suffix
+
+    def _key(self) -> tuple[int, int, int, int, int]:
+        return (self.major, self.minor, self.micro, _STAGE_ORDER[self.stage], self.serial)
+
+    def __lt__(self, other: ReleaseTag) -> bool:
+        """Release order: 3.14.0a1 < 3.14.0b1 < 3.14.0rc1 < 3.14.0 < 3.14.1."""
+        return self._key() < other._key()
 
 
 def quote_input(text: str, limit: int = 40) -> str:
