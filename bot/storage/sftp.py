@@ -254,28 +254,28 @@ class SftpStorage:
     def _promote(self, conn: _Connection, plan: PublishPlan) -> PromotionReport:
         root = self._release(plan.tag)
         entries = self._refuse_conflicts(conn, root, plan)
-        renamed: list[str] = []
-        moved = already = 0
-        pending: list[_FileMove] = []
-        touched = _Touched()
+        # Decide and make folders first, so the phase in which files become visible holds
+        # nothing but renames and links; removing staged copies and syncing come after it.
+        renames: list[tuple[str, str, FolderMove]] = []
+        singles: list[_FileMove] = []
         for move in folder_moves(plan):
             source, target = _inside(root, move.source), _inside(self.public, move.target)
-            if self._lstat(conn, target) is None:
-                # Inner folders must be gone before deciding whether this one moves whole.
-                done, skipped = self._run_batch(conn, pending, touched)
-                moved, already, pending = moved + done, already + skipped, []
-                if self._holds_exactly(conn, source, move):
-                    self._makedirs(conn, posixpath.dirname(target))
-                    self._rename(conn, source, target)
-                    renamed.append(move.target)
-                    touched.trees.append(target)
-                    touched.folders.update(_parents(posixpath.dirname(target), self.public))
-                    continue
-            pending += [entries[f.path] for f in move.files]
-        done, skipped = self._run_batch(conn, pending, touched)
-        self._prune(conn, root)
-        self._fix_permissions(conn, touched)
-        return PromotionReport(tuple(renamed), moved + done, already + skipped)
+            leaving = {f.path for _, _, m in renames for f in m.files}
+            if self._lstat(conn, target) is None and self._holds_exactly(
+                conn, source, move, leaving
+            ):
+                self._makedirs(conn, posixpath.dirname(target))
+                renames.append((source, target, move))
+                continue
+            singles += [entries[f.path] for f in move.files]
+        touched = _Touched()
+        for source, target, _ in renames:
+            self._rename(conn, source, target)
+            touched.trees.append(target)
+            touched.folders.update(_parents(posixpath.dirname(target), self.public))
+        moved, already = self._run_batch(conn, singles, touched)
+        self._finish(conn, root, touched)
+        return PromotionReport(tuple(m.target for _, _, m in renames), moved, already)
 
     def _refuse_conflicts(
         self, conn: _Connection, root: str, plan: PublishPlan
@@ -315,23 +315,27 @@ class SftpStorage:
                 )
         return moves
 
-    def _holds_exactly(self, conn: _Connection, source: str, move: FolderMove) -> bool:
+    def _holds_exactly(
+        self, conn: _Connection, source: str, move: FolderMove, leaving: set[str]
+    ) -> bool:
         """Whether the staging folder holds exactly the move's files (so a rename moves
-        nothing unplanned)."""
+        nothing unplanned), not counting ``leaving``: inner folders renamed before it."""
         try:
-            present = {join(move.source, path) for path, _ in self._walk(conn, source, "")}
+            found = self._walk(conn, source, "")
         except FileNotFoundError:
             return False
+        present = {join(move.source, path) for path, _ in found} - leaving
         return present == {f.path for f in move.files}
 
     def _run_batch(
         self, conn: _Connection, moves: list[_FileMove], touched: _Touched
     ) -> tuple[int, int]:
-        """No-clobber moves of single files, in plan order; returns (moved, already).
+        """No-clobber moves of single files: every link in plan order, then the removal
+        of the staged copies. Returns (moved, already public).
 
         With exec: one shell command for the whole batch. Without, or when the batch
-        stopped half-way (a target appeared meanwhile): one file at a time over SFTP,
-        which re-examines each file and so finishes whatever the batch left.
+        stopped half-way (a target appeared meanwhile): file by file over SFTP, which
+        looks at each file again and so finishes whatever the batch left.
         """
         if not moves:
             return 0, 0
@@ -349,34 +353,35 @@ class SftpStorage:
                     )
                     break
             else:
-                moved = sum(m.source.present for m in moves)
+                moved = sum(m.source.present and not m.target.present for m in moves)
                 return moved, len(moves) - moved
-        moved = already = 0
+        for folder in dict.fromkeys(posixpath.dirname(m.target.path) for m in moves):
+            self._makedirs(conn, folder)
+        moved = sum(self._link_no_clobber(conn, m) for m in moves)
         for m in moves:
-            if self._move_file(conn, m):
-                moved += 1
-            else:
-                already += 1
-        return moved, already
+            if self._lstat(conn, m.source.path) is not None:
+                self.requests["remove"] += 1
+                conn.sftp.remove(m.source.path)
+        return moved, len(moves) - moved
 
-    def _move_file(self, conn: _Connection, m: _FileMove) -> bool:
-        """No-clobber move over SFTP; returns False when the file was already public."""
+    def _link_no_clobber(self, conn: _Connection, m: _FileMove) -> bool:
+        """Make the target a second name of the staged file; False when it was already
+        public (a resumed promotion). A different file at the target is never replaced."""
         if self._lstat(conn, m.source.path) is None:
             return False
-        self._makedirs(conn, posixpath.dirname(m.target.path))
         try:
             self._link(conn, m.source.path, m.target.path)
         except OSError:
-            # The server answers an existing target with a bare "Failure": look. A crash
-            # between link and remove leaves both: fine only with the planned content.
-            if self._lstat(conn, m.target.path) is None:
+            # The server answers an existing target with a bare "Failure", so look. It
+            # appeared since the conflict check, or a crash hit between link and remove:
+            # fine only if it is the planned content.
+            if not conn.alive or self._lstat(conn, m.target.path) is None:
                 raise
             if self._hash(conn, [m.target.path], cache=False)[m.target.path] != m.file.sha256:
                 raise PromotionConflict(
                     f"{m.file.target} appeared in public with different content while publishing."
                 ) from None
-        self.requests["remove"] += 1
-        conn.sftp.remove(m.source.path)
+            return False
         return True
 
     # The primitive moves, kept apart so tests can inject a crash or a dropped connection.
@@ -384,8 +389,6 @@ class SftpStorage:
         # OpenSSH renames a folder only onto a missing target: no clobbering.
         self.requests["rename"] += 1
         conn.sftp.rename(source, target)
-        if self._exec_allowed(conn):
-            self._exec(conn, f"sync -- {shlex.quote(posixpath.dirname(target))}")
 
     def _link(self, conn: _Connection, source: str, target: str) -> None:
         # link(2) on the server refuses an existing target: a race-free no-clobber.
@@ -393,36 +396,33 @@ class SftpStorage:
         # paramiko has no public call for this OpenSSH extension.
         conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
 
-    def _prune(self, conn: _Connection, root: str) -> None:
-        """Remove the release's staging folders left empty by the moves, innermost first."""
-        if self._exec_allowed(conn):
-            # Errors are expected and ignored: a folder someone staged more into stays.
-            q = shlex.quote(root)
-            self._exec(conn, f"if [ -d {q} ]; then find {q} -depth -type d -empty -delete; fi")
-            return
-        try:
-            folders = [root, *self._folders(conn, root)]
-        except FileNotFoundError:
-            return
-        for folder in sorted(folders, key=lambda f: -len(f)):
-            try:
-                self.requests["rmdir"] += 1
-                conn.sftp.rmdir(folder)
-            except OSError:
-                if not conn.alive:
-                    raise
-                continue
-
-    def _fix_permissions(self, conn: _Connection, touched: _Touched) -> None:
-        """Group ``self.group``, folders 775 and files 664, as today's tooling leaves them;
-        only what is not already right is changed (another RM may own a folder). A failure
-        is logged, not raised: the files are public by now."""
-        if self.group is None or not (touched.trees or touched.files or touched.folders):
-            return
+    def _finish(self, conn: _Connection, root: str, touched: _Touched) -> None:
+        """After the moves, in one command: flush the public folders' new entries, remove
+        the release's staging folders left empty (innermost first) and fix permissions.
+        Failures are logged, not raised: the files are public by now."""
         if not self._exec_allowed(conn):
-            self._fix_modes_by_sftp(conn, touched)
+            self._prune_by_sftp(conn, root)
+            if self.group is not None:
+                self._fix_modes_by_sftp(conn, touched)
             return
-        g = shlex.quote(self.group)
+        q = shlex.quote
+        # A folder someone staged more into since the plan stays: that error is expected.
+        commands = [f"if [ -d {q(root)} ]; then find {q(root)} -depth -type d -empty -delete; fi"]
+        folders = {posixpath.dirname(p) for p in [*touched.trees, *touched.files]}
+        if folders:
+            commands.insert(0, f"sync -- {' '.join(q(f) for f in sorted(folders))}")
+        if self.group is not None:
+            commands += self._permission_commands(touched, self.group)
+        status, _out, err = self._exec(
+            conn, "s=0; " + "".join(f"{c} || s=1; " for c in commands) + "exit $s"
+        )
+        if status != 0:
+            log.warning("Finishing the publication on %s: %s", self.where, _first_line(err))
+
+    def _permission_commands(self, touched: _Touched, group: str) -> list[str]:
+        """Group ``group``, folders 775 and files 664, as today's tooling leaves them; only
+        what is not already right is changed (another RM may own a folder)."""
+        g = shlex.quote(group)
         commands = []
         for paths, depth in (
             ([*touched.trees, *touched.files], ""),
@@ -436,11 +436,21 @@ class SftpStorage:
                 f"find {start} \\( -type d \\( ! -perm -775 -o -perm /002 \\)"
                 " -exec chmod 775 {} + \\) -o \\( -type f ! -perm 664 -exec chmod 664 {} + \\)",
             ]
-        status, _out, err = self._exec(
-            conn, "s=0; " + "".join(f"{c} || s=1; " for c in commands) + "exit $s"
-        )
-        if status != 0:
-            log.warning("Could not fix permissions on %s: %s", self.where, _first_line(err))
+        return commands
+
+    def _prune_by_sftp(self, conn: _Connection, root: str) -> None:
+        try:
+            folders = [root, *self._folders(conn, root)]
+        except FileNotFoundError:
+            return
+        for folder in sorted(folders, key=lambda f: -len(f)):
+            try:
+                self.requests["rmdir"] += 1
+                conn.sftp.rmdir(folder)
+            except OSError:
+                if not conn.alive:
+                    raise
+                continue  # not empty: someone staged more since the plan; leave it
 
     def _fix_modes_by_sftp(self, conn: _Connection, touched: _Touched) -> None:
         """Without exec only modes can be fixed (SFTP knows no group names)."""
@@ -843,25 +853,27 @@ def _parents(folder: str, stop: str) -> list[str]:
 
 
 def _move_scripts(moves: list[_FileMove]) -> list[str]:
-    """``set -e`` shell scripts of no-clobber moves (``ln`` refuses an existing target), in
-    plan order; one script unless the batch is too long for one command."""
+    """``set -e`` shell scripts of no-clobber moves in plan order: the links (``ln``
+    refuses an existing target), then the removal of the staged copies. One script unless
+    the batch is too long for one command."""
     q = shlex.quote
-    scripts: list[str] = []
     todo = [m for m in moves if m.source.present]  # the others are public already
+    scripts: list[str] = []
     while todo:
-        folders: dict[str, None] = {}
-        lines: list[str] = []
+        chunk: list[_FileMove] = []
         size = 0
-        while todo and (not lines or size < _MAX_COMMAND // 2):
-            m = todo.pop(0)
-            folders[posixpath.dirname(m.target.path)] = None
-            if not m.target.present:
-                lines.append(f"ln -- {q(m.source.path)} {q(m.target.path)}")
-            lines.append(f"rm -- {q(m.source.path)}")
-            size += len(lines[-1]) * 3
-        made = [f"mkdir -p -- {q(d)}" for d in folders]
-        synced = f"sync -- {' '.join(q(d) for d in folders)} || true"
-        scripts.append("\n".join(["set -e", *made, *lines, synced]))
+        while todo and (not chunk or size < _MAX_COMMAND // 3):
+            chunk.append(todo.pop(0))
+            size += 2 * len(chunk[-1].source.path) + 2 * len(chunk[-1].target.path) + 20
+        folders = " ".join(
+            q(d) for d in dict.fromkeys(posixpath.dirname(m.target.path) for m in chunk)
+        )
+        links = [
+            f"ln -T -- {q(m.source.path)} {q(m.target.path)}" for m in chunk if not m.target.present
+        ]
+        removals = [f"rm -- {q(m.source.path)}" for m in chunk]
+        script = ["set -e", f"mkdir -p -- {folders}", *links, *removals]
+        scripts.append("\n".join(script))
     return scripts
 
 

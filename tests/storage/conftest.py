@@ -1,0 +1,209 @@
+"""Storage test fixtures: a real OpenSSH server on loopback, and each Storage backend on
+real folders, with a way to make a backend die after its k-th move."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.tags import ReleaseTag
+from bot.ports import Storage
+from bot.storage.local import LocalStorage
+from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
+from tests.sshd import MISSING, SSHD, SshServer
+
+
+class Crash(Exception):
+    """Injected: the process dies at this point."""
+
+
+def _serve(root: Path, extra_config: str = "") -> Iterator[SshServer]:
+    if not SSHD.exists():
+        pytest.fail(MISSING, pytrace=False)
+    server = SshServer.create(root, extra_config=extra_config)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    """One sshd for the whole session; tests must not stop it (use ``own_sshd``)."""
+    yield from _serve(tmp_path_factory.mktemp("sshd"))
+
+
+@pytest.fixture(scope="session")
+def sftp_only_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    """An sshd that allows SFTP and nothing else, as some hosting setups do."""
+    yield from _serve(tmp_path_factory.mktemp("sshd-sftp-only"), "ForceCommand internal-sftp")
+
+
+@pytest.fixture
+def own_sshd(tmp_path: Path) -> Iterator[SshServer]:
+    """An sshd this test may stop and restart (on the same port)."""
+    yield from _serve(tmp_path / "own-sshd")
+
+
+def sftp_storage(
+    server: SshServer,
+    staging: Path,
+    public: Path,
+    cls: type[SftpStorage] = SftpStorage,
+    **kw: object,
+) -> SftpStorage:
+    """A storage on ``server``; on loopback, server paths are this machine's paths."""
+    return cls(
+        "127.0.0.1",
+        server.port,
+        server.user,
+        server.client_key,
+        server.known_hosts,
+        str(staging),
+        str(public),
+        connect_timeout=5,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+class CrashingLocal(LocalStorage):
+    """Dies right after its (budget+1)-th primitive move: a link (before the unlink that
+    completes the move) or a folder rename."""
+
+    budget = 0
+
+    def _spend(self) -> None:
+        if self.budget == 0:
+            raise Crash
+        self.budget -= 1
+
+    def _link(self, source: Path, target: Path) -> None:
+        super()._link(source, target)
+        self._spend()
+
+    def _rename(self, source: Path, target: Path) -> None:
+        super()._rename(source, target)
+        self._spend()
+
+
+class CrashingSftp(SftpStorage):
+    """The same points as :class:`CrashingLocal`: the batch moves ``budget`` files, links the
+    next one and dies before removing its staging copy."""
+
+    budget = 0
+
+    def _rename(self, conn: _Connection, source: str, target: str) -> None:
+        super()._rename(conn, source, target)
+        if self.budget == 0:
+            raise Crash
+        self.budget -= 1
+
+    def _run_batch(
+        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
+    ) -> tuple[int, int]:
+        if self.budget >= len(moves):
+            self.budget -= len(moves)
+            return super()._run_batch(conn, moves, touched)
+        super()._run_batch(conn, moves[: self.budget], touched)
+        half = moves[self.budget]
+        self._makedirs(conn, posixpath.dirname(half.target.path))
+        self._link(conn, half.source.path, half.target.path)
+        raise Crash
+
+
+@dataclass
+class Backend:
+    """A storage backend on real folders: ``make()`` a fresh instance (a restarted bot),
+    ``crashing(k)`` one that dies after k moves."""
+
+    name: str
+    staging: Path
+    public: Path
+    make: Callable[[], Storage]
+    crashing: Callable[[int], Storage]
+
+    def write(self, tag: str, path: str, content: str | bytes) -> Path:
+        file = self.staging / tag / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            content = content.encode()
+        file.write_bytes(content)
+        return file
+
+    def public_files(self) -> dict[str, bytes]:
+        """Every public entry (relative path → content; symlinks as ``b"-> target"``)."""
+        return _tree(self.public)
+
+    def staged_files(self, tag: str) -> dict[str, bytes]:
+        return _tree(self.staging / tag)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    found = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            found[rel] = (
+                b"-> " + os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            )
+    return found
+
+
+@pytest.fixture(params=["local", "sftp"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    if request.param == "local":
+
+        def crashing_local(k: int) -> Storage:
+            storage = CrashingLocal(staging, public)
+            storage.budget = k
+            return storage
+
+        return Backend(
+            "local", staging, public, lambda: LocalStorage(staging, public), crashing_local
+        )
+    server: SshServer = request.getfixturevalue("sshd")
+    made: list[SftpStorage] = []
+
+    def make(cls: type[SftpStorage] = SftpStorage) -> SftpStorage:
+        made.append(sftp_storage(server, staging, public, cls))
+        return made[-1]
+
+    def crashing_sftp(k: int) -> Storage:
+        storage = make(CrashingSftp)
+        assert isinstance(storage, CrashingSftp)
+        storage.budget = k
+        return storage
+
+    request.addfinalizer(lambda: [s.close() for s in made])
+    return Backend("sftp", staging, public, make, crashing_sftp)
+
+
+def plan_for(backend: Backend, tag: str, paths: list[str]) -> PublishPlan:
+    """The plan the gate would build for these staged files (CPython's layout: docs/ to
+    doc/TAG/, the rest to X.Y.Z/; docs first, ``windows-*.json`` last)."""
+    release = ReleaseTag.parse(tag)
+    files = []
+    for path in paths:
+        if path.startswith("docs/"):
+            target, role, rank = f"doc/{tag}/{path.removeprefix('docs/')}", "docs", 0
+        else:
+            name = path.rsplit("/", 1)[-1]
+            index = name.startswith("windows-") and name.endswith(".json")
+            target, role, rank = f"{release.version}/{path}", "windows", 2 if index else 1
+        data = (backend.staging / tag / path).read_bytes()
+        files.append(
+            (rank, PlanFile(path, target, role, len(data), hashlib.sha256(data).hexdigest()))
+        )
+    return PublishPlan(release, tuple(f for _, f in sorted(files, key=lambda r: (r[0], r[1].path))))

@@ -1,0 +1,264 @@
+"""The Storage contract, run against every backend on real folders (and a real sshd)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bot.domain.tags import ReleaseTag
+from bot.errors import PromotionConflict, StorageError
+from tests.storage.conftest import Backend, Crash, plan_for
+
+TAG = "3.14.0rc2"
+RC2 = ReleaseTag.parse(TAG)
+
+# A small prerelease: docs, installers in an MSI folder, sidecars, the index last.
+RELEASE = {
+    "docs/python-3.14.0rc2-docs-html.zip": "html",
+    "docs/python-3.14.0rc2-docs.epub": "epub",
+    "Python-3.14.0rc2.tgz": "tgz",
+    "Python-3.14.0rc2.tgz.sigstore": "bundle",
+    "python-3.14.0rc2-amd64.exe": "exe",
+    "amd64rc2/core.msi": "msi",
+    "amd64rc2/core_d.msi": "msi-debug",
+    "windows-3.14.0rc2.json": "{}",
+}
+
+
+def stage(backend: Backend, files: dict[str, str] = RELEASE, tag: str = TAG) -> None:
+    for path, content in files.items():
+        backend.write(tag, path, content)
+
+
+def published(files: dict[str, str] = RELEASE, tag: str = TAG) -> dict[str, bytes]:
+    """Where ``files`` land in public, with their content."""
+    version = ReleaseTag.parse(tag).version
+    return {
+        (f"doc/{tag}/{p[5:]}" if p.startswith("docs/") else f"{version}/{p}"): c.encode()
+        for p, c in files.items()
+    }
+
+
+# -- listing ------------------------------------------------------------------------------
+
+
+def test_staged_tags_are_the_release_folders(backend: Backend) -> None:
+    assert backend.make().staged_tags() == []
+    stage(backend)
+    backend.write("3.13.9", "Python-3.13.9.tgz", "x")
+    (backend.staging / "README").write_text("not a release")
+    assert backend.make().staged_tags() == ["3.13.9", TAG]
+
+
+def test_listing_reports_nested_folders_with_sizes(backend: Backend) -> None:
+    stage(backend)
+    listing = backend.make().list_staging(RC2)
+    assert listing is not None
+    assert set(listing) == set(RELEASE)
+    for path, content in RELEASE.items():
+        entry = listing[path]
+        assert (entry.path, entry.size, entry.regular) == (path, len(content), True)
+        assert int(entry.mtime) == int((backend.staging / TAG / path).stat().st_mtime)
+
+
+def test_listing_of_a_missing_release_is_none(backend: Backend) -> None:
+    assert backend.make().list_staging(RC2) is None
+
+
+def test_listing_of_an_empty_release_is_empty(backend: Backend) -> None:
+    (backend.staging / TAG / "docs").mkdir(parents=True)
+    assert backend.make().list_staging(RC2) == {}
+
+
+def test_listing_reports_a_symlink_without_following_it(backend: Backend, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not for the public")
+    stage(backend, {"Python-3.14.0rc2.tgz": "tgz"})
+    (backend.staging / TAG / "escape").symlink_to(outside)
+    (backend.staging / TAG / "python-3.14.0rc2.exe").symlink_to(outside / "secret.txt")
+    listing = backend.make().list_staging(RC2)
+    assert listing is not None
+    assert set(listing) == {"Python-3.14.0rc2.tgz", "escape", "python-3.14.0rc2.exe"}
+    assert not listing["escape"].regular
+    assert not listing["python-3.14.0rc2.exe"].regular
+    assert listing["Python-3.14.0rc2.tgz"].regular
+
+
+# -- digests ------------------------------------------------------------------------------
+
+
+def test_digest_is_the_sha256_of_the_content(backend: Backend) -> None:
+    big = os.urandom(3 * 1024 * 1024 + 17)
+    stage(backend)
+    backend.write(TAG, "python-3.14.0rc2-macos11.pkg", big)
+    paths = [*RELEASE, "python-3.14.0rc2-macos11.pkg"]
+    storage = backend.make()
+    storage.list_staging(RC2)
+    digests = storage.digest(RC2, paths)
+    assert digests["python-3.14.0rc2-macos11.pkg"] == hashlib.sha256(big).hexdigest()
+    for path, content in RELEASE.items():
+        assert digests[path] == hashlib.sha256(content.encode()).hexdigest()
+    assert list(digests) == paths
+
+
+def test_digest_sees_a_changed_file(backend: Backend) -> None:
+    file = backend.write(TAG, "Python-3.14.0rc2.tgz", "first")
+    storage = backend.make()
+    storage.list_staging(RC2)
+    assert storage.digest(RC2, ["Python-3.14.0rc2.tgz"])["Python-3.14.0rc2.tgz"] == _sha("first")
+    file.write_text("second, longer")
+    os.utime(file, (1_700_000_000, 1_700_000_000))
+    storage.list_staging(RC2)
+    assert storage.digest(RC2, ["Python-3.14.0rc2.tgz"])["Python-3.14.0rc2.tgz"] == _sha(
+        "second, longer"
+    )
+
+
+# -- promotion ----------------------------------------------------------------------------
+
+
+def test_promotion_to_an_absent_public_folder_is_one_rename(backend: Backend) -> None:
+    stage(backend)
+    report = backend.make().promote(plan_for(backend, TAG, list(RELEASE)))
+    assert report.renamed == (f"doc/{TAG}", "3.14.0")
+    assert (report.moved, report.already) == (0, 0)
+    assert backend.public_files() == published()
+    assert not (backend.staging / TAG).exists()
+
+
+def test_promotion_into_an_existing_folder_leaves_other_tags_alone(backend: Backend) -> None:
+    # rc1 is public already; rc2 shares 3.14.0/ and re-ships an identical file.
+    rc1 = {"Python-3.14.0rc1.tgz": "rc1", "amd64rc1/core.msi": "rc1 msi", "same.txt": "same"}
+    stage(backend, rc1, "3.14.0rc1")
+    backend.make().promote(plan_for(backend, "3.14.0rc1", list(rc1)))
+    before = {p: (backend.public / p).stat() for p in published(rc1, "3.14.0rc1")}
+    rc2 = {**RELEASE, "same.txt": "same"}
+    stage(backend, rc2)
+
+    report = backend.make().promote(plan_for(backend, TAG, list(rc2)))
+
+    assert report.renamed == (f"doc/{TAG}",)  # docs go to their own new folder
+    assert (report.moved, report.already) == (len(rc2) - 3, 1)  # same.txt was public
+    assert backend.public_files() == published(rc2) | published(rc1, "3.14.0rc1")
+    for path, st in before.items():
+        now = (backend.public / path).stat()
+        assert (now.st_ino, now.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
+    assert not (backend.staging / TAG).exists()
+
+
+def test_promotion_refuses_to_clobber_and_moves_nothing(backend: Backend) -> None:
+    (backend.public / "3.14.0").mkdir()
+    (backend.public / "3.14.0" / "python-3.14.0rc2-amd64.exe").write_text("someone else's")
+    stage(backend)
+    with pytest.raises(PromotionConflict, match=r"python-3\.14\.0rc2-amd64\.exe"):
+        backend.make().promote(plan_for(backend, TAG, list(RELEASE)))
+    assert backend.staged_files(TAG) == {p: c.encode() for p, c in RELEASE.items()}
+    assert backend.public_files() == {"3.14.0/python-3.14.0rc2-amd64.exe": b"someone else's"}
+
+
+def test_promotion_of_a_file_in_neither_place_is_refused(backend: Backend) -> None:
+    stage(backend)
+    plan = plan_for(backend, TAG, list(RELEASE))
+    (backend.staging / TAG / "Python-3.14.0rc2.tgz").unlink()
+    with pytest.raises(StorageError, match=r"Python-3\.14\.0rc2\.tgz is neither"):
+        backend.make().promote(plan)
+    assert backend.public_files() == {}
+
+
+@pytest.mark.parametrize(
+    ("public_exists", "moves_before_crash"),
+    [(False, 0), (False, 1), (True, 0), (True, 3), (True, 6)],
+    ids=[
+        "absent-after-docs",
+        "absent-after-all",
+        "existing-after-docs",
+        "existing-mid-batch",
+        "existing-last-file",
+    ],
+)
+def test_promotion_resumes_after_a_crash(
+    backend: Backend, public_exists: bool, moves_before_crash: int
+) -> None:
+    if public_exists:
+        (backend.public / "3.14.0").mkdir()
+        (backend.public / "3.14.0" / "Python-3.14.0rc1.tgz").write_text("rc1")
+    stage(backend)
+    plan = plan_for(backend, TAG, list(RELEASE))
+    with contextlib.suppress(Crash):
+        backend.crashing(moves_before_crash).promote(plan)
+
+    resumed = backend.make()
+    resumed.promote(plan)
+
+    expected = published() | ({"3.14.0/Python-3.14.0rc1.tgz": b"rc1"} if public_exists else {})
+    assert backend.public_files() == expected
+    assert not (backend.staging / TAG).exists()
+    again = resumed.promote(plan)  # and once more finds everything done
+    assert (again.renamed, again.moved, again.already) == ((), 0, len(plan.files))
+
+
+def test_names_with_spaces_and_shell_metacharacters_are_handled_safely(
+    backend: Backend, tmp_path: Path
+) -> None:
+    marker = f"relbot-injected-{uuid.uuid4().hex}"
+    names = {
+        f"a b;$(touch {marker})'\"*.txt": "one",
+        f"`touch {marker}` & | > <.zip": "two",
+        "new\nline\\back.exe": "three",
+        "-rf --no-preserve-root": "four",
+    }
+    (backend.public / "3.14.0").mkdir()  # existing folder: the per-file batch
+    stage(backend, names)
+    storage = backend.make()
+    listing = storage.list_staging(RC2)
+    assert listing is not None and set(listing) == set(names)
+    assert storage.digest(RC2, list(names)) == {p: _sha(c) for p, c in names.items()}
+
+    report = storage.promote(plan_for(backend, TAG, list(names)))
+
+    assert report.moved == len(names)
+    assert backend.public_files() == published(names)
+    for folder in (Path.home(), tmp_path, backend.staging, backend.public, Path.cwd()):
+        assert not (folder / marker).exists()
+
+
+def test_a_symlink_in_staging_is_reported_and_never_promoted(
+    backend: Backend, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not for the public")
+    stage(backend, {"Python-3.14.0rc2.tgz": "tgz", "Python-3.14.0rc2.tar.xz": "xz"})
+    (backend.staging / TAG / "python-3.14.0rc2.exe").symlink_to(outside / "secret.txt")
+    storage = backend.make()
+    listing = storage.list_staging(RC2)
+    assert listing is not None and not listing["python-3.14.0rc2.exe"].regular
+    regular = [p for p, f in listing.items() if f.regular]
+
+    report = storage.promote(plan_for(backend, TAG, regular))
+
+    # The folder holds something unplanned, so it is not renamed whole: files move alone.
+    assert (report.renamed, report.moved) == ((), 2)
+    assert backend.public_files() == published(
+        {"Python-3.14.0rc2.tgz": "tgz", "Python-3.14.0rc2.tar.xz": "xz"}
+    )
+    assert (backend.staging / TAG / "python-3.14.0rc2.exe").is_symlink()
+    assert (outside / "secret.txt").read_text() == "not for the public"
+
+
+def test_check_accepts_staging_and_public_on_one_filesystem(backend: Backend) -> None:
+    assert backend.make().check() == []
+
+
+def test_staging_location_names_the_release_folder(backend: Backend) -> None:
+    assert backend.make().staging_location(RC2) == f"{backend.staging / TAG}/"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
