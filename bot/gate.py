@@ -27,7 +27,6 @@ from bot.errors import (
     PromotionConflict,
     RegistryError,
     RelbotError,
-    StagingUnreachable,
     StorageError,
 )
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
@@ -120,7 +119,10 @@ class Gate:
         if isinstance(command, cmd.Help):
             return Reply(help_text(self.profile.roles))
         if isinstance(command, cmd.Status):
-            return await self._status(command.tag)
+            try:
+                return await self._status(command.tag)
+            except StorageError as err:
+                return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL)
         person = self.team.identify(platform, user)
         tag = command.tag
         if person is None:
@@ -136,7 +138,7 @@ class Gate:
                 return await self._dispatch(person, command)
             except Refusal as err:
                 return self._refuse(tag, person, text, str(err))
-            except StagingUnreachable as err:
+            except StorageError as err:
                 return Reply(f"{err} Nothing was changed; try again shortly.", Tone.REFUSAL)
 
     async def scan(self) -> None:
@@ -362,7 +364,11 @@ class Gate:
                 if state.is_published:
                     texts.append(summary_text(self._readiness(one, {}, None, state), state))
                     continue
-                readiness, _ = await self._observe(one, state, settle=False)
+                try:
+                    readiness, _ = await self._observe(one, state, settle=False)
+                except Refusal as err:  # nothing staged: for a status, an answer, not an error
+                    texts.append(f"{one}: {err}")
+                    continue
                 texts.append(summary_text(readiness, state))
         return Reply("\n".join(texts))
 
@@ -596,10 +602,13 @@ class Gate:
         if text == seen.summary_text:
             return
         message = ChannelMessage(ChannelKind.SUMMARY, str(readiness.tag), text, readiness)
-        if seen.summary_ref is None:
+        ref = seen.summary_ref or self.store.summary_ref(readiness.tag)
+        if ref is None:
             seen.summary_ref = await self.chat.post(message)
+            self.store.set_summary_ref(readiness.tag, seen.summary_ref)
         else:
-            await self.chat.update(seen.summary_ref, message)
+            await self.chat.update(ref, message)
+            seen.summary_ref = ref
         seen.summary_text = text
 
     async def _notice(self, tag: ReleaseTag | None, text: str) -> None:

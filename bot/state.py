@@ -15,19 +15,30 @@ from bot.domain.history import Event, EventKind, ReleaseState, fold
 from bot.domain.tags import ReleaseTag
 from bot.errors import StateLocked, StorageError
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    id    INTEGER PRIMARY KEY AUTOINCREMENT,
-    at    REAL    NOT NULL,
-    tag   TEXT    NOT NULL,
-    actor TEXT    NOT NULL,
-    kind  TEXT    NOT NULL,
-    data  TEXT    NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_tag ON events (tag, id);
-"""
+# Migration N takes a file from schema N-1 to N; ``PRAGMA user_version`` records where a
+# file is. Never edit a released migration: add the next one.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the event log.
+    """
+    CREATE TABLE events (
+        id    INTEGER PRIMARY KEY AUTOINCREMENT,
+        at    REAL    NOT NULL,
+        tag   TEXT    NOT NULL,
+        actor TEXT    NOT NULL,
+        kind  TEXT    NOT NULL,
+        data  TEXT    NOT NULL
+    );
+    CREATE INDEX events_by_tag ON events (tag, id);
+    """,
+    # 2: where each release's summary message is, so a restarted bot edits it in place.
+    """
+    CREATE TABLE summaries (
+        tag TEXT PRIMARY KEY,
+        ref TEXT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class StateStore:
@@ -40,14 +51,37 @@ class StateStore:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring an older file up to this schema, one migration per transaction; refuse a
+        file from a newer relbot rather than guess at it."""
+        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StorageError(
-                f"{path} was written by a newer relbot (schema {version}, this one knows "
+                f"{self.path} was written by a newer relbot (schema {version}, this one knows "
                 f"{SCHEMA_VERSION}); upgrade relbot."
             )
-        self._db.executescript(_SCHEMA)
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            self._db.executescript(
+                f"BEGIN; {MIGRATIONS[number - 1]}; PRAGMA user_version={number}; COMMIT;"
+            )
+
+    @property
+    def schema_version(self) -> int:
+        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
+        return version
+
+    def summary_ref(self, tag: ReleaseTag) -> str | None:
+        row = self._db.execute("SELECT ref FROM summaries WHERE tag = ?", (str(tag),)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_summary_ref(self, tag: ReleaseTag, ref: str) -> None:
+        self._db.execute(
+            "INSERT INTO summaries (tag, ref) VALUES (?, ?) "
+            "ON CONFLICT (tag) DO UPDATE SET ref = excluded.ref",
+            (str(tag), ref),
+        )
 
     def close(self) -> None:
         self._db.close()

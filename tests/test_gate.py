@@ -57,6 +57,12 @@ async def test_branch_without_a_release_manager_is_refused(world: World) -> None
     assert_refused(reply.text, reply.private, "No release manager is configured for 3.12")
 
 
+async def test_status_of_a_release_with_nothing_staged_answers_plainly(world: World) -> None:
+    reply = await world.gate.handle("slack", "U999", "/status 3.13.2")
+    assert not reply.private
+    assert reply.text.startswith("3.13.2: Nothing is staged for 3.13.2 yet")
+
+
 async def test_help_and_status_answer_anyone(world: World) -> None:
     world.stage("3.14.1")
     assert "/ready ROLE TAG" in (await world.gate.handle("slack", "U999", "/help")).text
