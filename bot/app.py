@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
 from bot.gate import Gate
-from bot.ports import Chat, Registry, SignatureVerifier, Storage
+from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
 
@@ -44,7 +44,19 @@ def build_registry(config: Config) -> Registry | None:
     from bot.registry import PydotorgRegistry
 
     auth = config.secret("pydotorg.auth_env", settings.auth_env)
-    return PydotorgRegistry(settings.url, auth, config.profile)
+    return PydotorgRegistry(settings.url, auth, config.profile, auth_source=settings.auth_env)
+
+
+def build_purger(config: Config) -> Purger | None:
+    """The CDN purge of ``[cdn]`` (URL templates, default: the profile's), or None."""
+    settings = config.model.cdn
+    if settings is None:
+        return None
+    from bot.cdn import CdnPurger
+
+    if settings.purge is None:
+        return CdnPurger.from_profile(config.profile)
+    return CdnPurger(settings.purge)
 
 
 def build_verifier(config: Config) -> SignatureVerifier:
@@ -74,5 +86,6 @@ def build_gate(
         build_storage(config),
         chat,
         registry=build_registry(config) if connect else None,
+        purger=build_purger(config) if connect else None,
         verifier=build_verifier(config),
     )

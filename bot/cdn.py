@@ -14,9 +14,9 @@ from types import TracebackType
 
 import httpx
 
-from bot.domain.profile import Profile
+from bot.domain.profile import Profile, expand
 from bot.domain.tags import ReleaseTag
-from bot.registry import PydotorgSettings, RetryPolicy, expand, send_with_retries
+from bot.registry import PydotorgSettings, RetryPolicy, send_with_retries
 
 _log = logging.getLogger(__name__)
 
@@ -27,6 +27,9 @@ class PurgeFailure:
 
     url: str
     reason: str
+
+    def __str__(self) -> str:
+        return f"{self.url}: {self.reason}"
 
 
 @dataclass(frozen=True)

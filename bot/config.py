@@ -57,7 +57,7 @@ class PydotorgConfig(_Section):
 
 
 class CdnConfig(_Section):
-    purge: list[str] | None = None  # URL templates; None: the profile's defaults
+    purge: list[str] | None = None  # URL templates; None: the profile's ([pydotorg] purge)
 
 
 class SlackConfig(_Section):

@@ -30,7 +30,7 @@ from bot.errors import (
     StorageError,
 )
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
-from bot.ports import Chat, Registry, SignatureVerifier, Storage
+from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
 from bot.state import StateStore
 from bot.team import Team
@@ -41,7 +41,7 @@ BOT = "relbot"  # the actor of events the bot causes itself (a scan withdrawing 
 CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 CODE_LENGTH = 8
 MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
-PIPELINE = ("promote", "register", "announce")
+PIPELINE = ("promote", "register", "purge", "announce")
 
 
 class Refusal(RelbotError):
@@ -84,6 +84,7 @@ class Gate:
         *,
         registry: Registry | None = None,
         verifier: SignatureVerifier | None = None,
+        purger: Purger | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         settle_seconds: float = 1.0,
@@ -97,6 +98,7 @@ class Gate:
         self.chat = chat
         self.registry = registry
         self.verifier = verifier
+        self.purger = purger
         self._require_signatures = config.model.signatures.require
         self._bundles: dict[tuple[str, str], tuple[tuple[int, float], bytes]] = {}
         self._clock = clock
@@ -440,11 +442,20 @@ class Gate:
                 f"{synced.created} created, {synced.replaced} replaced, "
                 f"{synced.deleted} deleted, {synced.unchanged} unchanged"
             )
-        await self.chat.post(
-            ChannelMessage(
-                ChannelKind.ANNOUNCEMENT, str(plan.tag), _announcement(plan, state.publisher or BOT)
-            )
-        )
+        if step == "purge":
+            if self.purger is None:
+                return "no CDN configured"
+            purged = await asyncio.to_thread(self.purger.purge, plan.tag)
+            if purged.failed:
+                failed = "; ".join(str(f) for f in purged.failed[:5])
+                await self._notice(
+                    plan.tag,
+                    f"The CDN purge of {plan.tag} failed for {len(purged.failed)} URLs "
+                    f"({failed}); the files are public, stale pages expire on their own.",
+                )
+            return f"{len(purged.purged)} URLs purged, {len(purged.failed)} failed"
+        text = _announcement(plan, state.publisher or BOT, self.profile.links(plan.tag))
+        await self.chat.post(ChannelMessage(ChannelKind.ANNOUNCEMENT, str(plan.tag), text))
         return "announced"
 
     # -- observing staging -------------------------------------------------------------------
@@ -667,9 +678,10 @@ def _plan_difference(old: PublishPlan, new: PublishPlan) -> str:
     return ", ".join(sorted(changes)) or "files changed"
 
 
-def _announcement(plan: PublishPlan, publisher: str) -> str:
+def _announcement(plan: PublishPlan, publisher: str, links: dict[str, str]) -> str:
     parts = ", ".join(f"{role} {len(files)}" for role, files in plan.by_role().items())
+    where = "".join(f" {label.capitalize()}: {url}" for label, url in links.items())
     return (
         f"{plan.tag} is published: {len(plan.files)} files ({parts}; "
-        f"{size_text(plan.total_size)}), confirmed by {publisher}."
+        f"{size_text(plan.total_size)}), confirmed by {publisher}.{where}"
     )

@@ -113,10 +113,31 @@ class Registry(Protocol):
         running it again is a no-op."""
         ...
 
+    def check(self) -> list[str]:
+        """For ``relbot check``: problems reaching the database with these credentials."""
+        ...
+
+
+class PurgeOutcome(Protocol):
+    @property
+    def purged(self) -> Sequence[str]: ...
+
+    @property
+    def failed(self) -> Sequence[object]: ...
+
+
+class Purger(Protocol):
+    """Purges a CDN's copies of a release's pages. Blocking; failures are reported in the
+    outcome, never raised (a publish is never undone for a stale cache)."""
+
+    def purge(self, tag: ReleaseTag) -> PurgeOutcome: ...
+
 
 __all__ = [
     "Chat",
     "PromotionReport",
+    "PurgeOutcome",
+    "Purger",
     "Registry",
     "RegistryReport",
     "SignatureResult",

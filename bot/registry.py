@@ -27,7 +27,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.domain.plan import PublishPlan
-from bot.domain.profile import Profile
+from bot.domain.profile import Profile, expand
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
 from bot.ports import RegistryReport
@@ -409,6 +409,14 @@ class PydotorgRegistry:
         self._targets.pop(str(tag), None)
         self._target(tag)
 
+    def check(self) -> list[str]:
+        """Reach the API with these credentials (one read); each problem a sentence."""
+        try:
+            self._get_objects("downloads/os/", {"limit": "1"}, "the operating systems")
+        except RegistryError as err:
+            return [f"pydotorg: {err}"]
+        return []
+
     def sync(self, plan: PublishPlan) -> RegistryReport:
         """Make the release's records match ``plan``, by difference.
 
@@ -678,14 +686,3 @@ def _server_message(response: httpx.Response) -> str:
             if isinstance(body.get(key), str):
                 return str(body[key])[:300]
     return json.dumps(body)[:300]
-
-
-def expand(template: str, tag: ReleaseTag) -> str:
-    """Fill ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}`` (3.14) and
-    ``{tag_nodots}`` (3140rc2) in a profile template."""
-    return (
-        template.replace("{tag}", str(tag))
-        .replace("{version}", tag.version)
-        .replace("{branch}", tag.branch)
-        .replace("{tag_nodots}", str(tag).replace(".", ""))
-    )

@@ -71,6 +71,7 @@ class ProfileSpec(_Strict):
     signers: dict[str, tuple[str, str]] = Field(default_factory=dict)
     # Free-form tables read by the port that needs them (bot/registry.py reads [pydotorg]).
     pydotorg: dict[str, Any] = Field(default_factory=dict)
+    links: dict[str, str] = Field(default_factory=dict)  # label → URL template, announced
 
 
 class FileKind(StrEnum):
@@ -114,7 +115,7 @@ class Profile:
     def expected(self, tag: ReleaseTag) -> tuple[ExpectedFile, ...]:
         """The required files of ``tag``, role by role in profile order."""
         return tuple(
-            ExpectedFile(role, _join(self.spec.roles[role].folder, _fill(rule.name, tag)))
+            ExpectedFile(role, _join(self.spec.roles[role].folder, expand(rule.name, tag)))
             for role in self.roles_for(tag)
             for rule in self.spec.roles[role].required
             if rule.applies_to(tag)
@@ -127,7 +128,7 @@ class Profile:
     def public_folder(self, tag: ReleaseTag, role: str | None = None) -> str:
         """The folder under the public root that ``role``'s files go to (default: artifacts)."""
         spec = self.spec.roles.get(role or "")
-        return _fill(spec.public if spec else "{version}", tag)
+        return expand(spec.public if spec else "{version}", tag)
 
     def public_target(self, tag: ReleaseTag, role: str, path: str) -> str:
         """Where a staged ``path`` of ``role`` goes under the public root."""
@@ -139,6 +140,10 @@ class Profile:
         """Whether ``path`` is an index file, to be published after everything it names."""
         name = path.rsplit("/", 1)[-1]
         return any(_pattern_re(pattern).fullmatch(name) for pattern in self.spec.indexes)
+
+    def links(self, tag: ReleaseTag) -> dict[str, str]:
+        """Where people find a published release (the announcement carries these)."""
+        return {label: expand(url, tag) for label, url in self.spec.links.items()}
 
     def signer(self, tag: ReleaseTag) -> tuple[str, str] | None:
         """The (identity, issuer) expected to sign ``tag``, if the profile names one."""
@@ -158,7 +163,7 @@ class Profile:
         for role in self.roles_for(tag):
             spec = self.spec.roles[role]
             for rule in spec.allowed:
-                pattern = _join(spec.folder, _fill(rule.name, tag))
+                pattern = _join(spec.folder, expand(rule.name, tag))
                 if rule.applies_to(tag) and _pattern_re(pattern).fullmatch(path):
                     return Classification(FileKind.ALLOWED, role)
         return Classification(FileKind.UNEXPECTED)
@@ -207,11 +212,15 @@ def _parse(text: str, origin: str) -> Profile:
         raise ConfigError(f"profile {origin}: {key}: {first['msg']}.") from err
 
 
-def _fill(template: str, tag: ReleaseTag) -> str:
+def expand(template: str, tag: ReleaseTag) -> str:
+    """Fill a profile template: ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}``
+    (3.14), ``{pre}`` (rc2, empty for a final) and ``{tag_nodots}`` (3140rc2)."""
     return (
         template.replace("{tag}", str(tag))
         .replace("{pre}", tag.prerelease_suffix)
         .replace("{version}", tag.version)
+        .replace("{branch}", tag.branch)
+        .replace("{tag_nodots}", str(tag).replace(".", ""))
     )
 
 

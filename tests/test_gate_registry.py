@@ -1,0 +1,149 @@
+"""Registration on python.org as steps of the publish pipeline, against the API double."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.demo import stage_demo
+from bot.domain.history import EventKind
+from bot.domain.profile import load_profile
+from bot.messages import ChannelKind
+from bot.registry import PydotorgRegistry, RetryPolicy
+from tests.conftest import World
+from tests.doubles.pydotorg import PydotorgDouble
+
+KEY = "s3cr3t-api-key-value"
+FAST = RetryPolicy(attempts=2, backoff=0.0, sleep=lambda _: None)
+
+
+@pytest.fixture
+def api() -> Iterator[PydotorgDouble]:
+    with PydotorgDouble(users={"rm": (KEY, True)}) as double:
+        yield double
+
+
+def registered_world(tmp_path: Path, api: PydotorgDouble) -> World:
+    world = World(tmp_path)
+    world.gate.registry = PydotorgRegistry(
+        api.url, f"rm:{KEY}", world.profile, auth_source="PYDOTORG_AUTH", retry=FAST
+    )
+    return world
+
+
+async def test_publish_registers_every_file_on_python_org(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    api.add_release("Python 3.14.1")
+    world = registered_world(tmp_path, api)
+    world.stage("3.14.1")
+    world.write("3.14.1", "Python-3.14.1.tgz.sigstore", "{}")
+    await world.ready_all("3.14.1")
+    reply = await world.say("hugo", await world.plan("3.14.1"))
+    assert not reply.private, reply.text
+    records = {r["name"]: r for r in api.files("Python 3.14.1")}
+    assert len(records) == 12  # source 4, windows 7, macos 1; docs are not registered
+    tgz = records["Gzipped source tarball"]
+    assert tgz["url"] == "https://www.python.org/ftp/python/3.14.1/Python-3.14.1.tgz"
+    assert tgz["sigstore_bundle_file"] == tgz["url"] + ".sigstore"
+    announcement = world.chat.texts(ChannelKind.ANNOUNCEMENT)[0]
+    assert "https://www.python.org/downloads/release/python-3141/" in announcement
+
+
+async def test_a_missing_release_is_refused_before_anything_is_public(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    world = registered_world(tmp_path, api)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    reply = await world.say("hugo", "/publish 3.14.1")
+    assert reply.private
+    assert "create the release 'Python 3.14.1' in the python.org admin first" in reply.text
+    assert world.public_files() == set()
+
+
+async def test_registration_failing_midway_resumes_and_completes_exactly_once(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    api.add_release("Python 3.14.1")
+    world = registered_world(tmp_path, api)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    api.fail("create", nth=5, status=500, times=10)
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text
+    assert len(world.public_files()) == 19  # promotion is done and stays done
+    assert any("stopped at register" in n for n in world.chat.texts(ChannelKind.NOTICE))
+    assert 0 < len(api.files("Python 3.14.1")) < 12
+
+    api.faults.clear()
+    world.start()  # a restart, then the next scan resumes the journal
+    world.gate.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
+    await world.gate.scan()
+    assert len(api.files("Python 3.14.1")) == 12
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+    assert world.events("3.14.1", EventKind.STEP_DONE).count("step-done") == 4
+    assert len(world.chat.texts(ChannelKind.ANNOUNCEMENT)) == 1
+    assert 0 not in api.counts_after_writes("Python 3.14.1")
+
+
+RELBOT = Path(sys.executable).with_name("relbot")
+CONFIRM = re.compile(r"/publish 3\.14\.1 confirm [A-Z0-9]{6,12}")
+
+
+def test_console_rehearsal_registers_every_file_and_never_shows_the_key(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    api.add_release("Python 3.14.1")
+    (tmp_path / "relbot.toml").write_text(
+        textwrap.dedent(f"""
+        [pydotorg]
+        kind = "api"
+        url = "{api.url}"
+        auth_env = "RELBOT_TEST_PYDOTORG"
+
+        [cdn]
+        purge = ["{api.base_url}downloads/", "{api.base_url}ftp/python/{{version}}/"]
+
+        [people.hugo]
+        rm = ["3.14"]
+        roles = ["source", "docs", "windows", "macos"]
+        """)
+    )
+    staging = tmp_path / "relbot-data" / "staging" / "3.14.1"
+    stage_demo(staging.parent, load_profile("cpython"))
+    env = {**os.environ, "RELBOT_TEST_PYDOTORG": f"rm:{KEY}"}
+    lines = [f"/ready {role} 3.14.1" for role in ("source", "docs", "windows", "macos")]
+    bot = subprocess.Popen(
+        [str(RELBOT), "run", "--log-level", "debug"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert bot.stdin is not None and bot.stdout is not None
+    bot.stdin.write("\n".join([*lines, "/publish 3.14.1"]) + "\n")
+    bot.stdin.flush()
+    seen = []
+    for out in bot.stdout:
+        seen.append(out)
+        if match := CONFIRM.search(out):
+            break
+    else:
+        raise AssertionError("".join(seen))
+    out, err = bot.communicate(match.group(0) + "\n", timeout=60)
+    assert bot.returncode == 0, err
+    assert "Published 3.14.1" in out
+    assert len(api.files("Python 3.14.1")) == 12
+    assert api.purges == ["/downloads/", "/ftp/python/3.14.1/"]
+    assert KEY not in out + err + "".join(seen)
