@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,23 +18,21 @@ from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
+from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
 from bot.state import OwnerLock, StateStore
 
 if TYPE_CHECKING:
     from adapters.platform import Platform
+    from bot.gate import Gate
 
 log = logging.getLogger("relbot")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging(args.log_level, args.log_format)
     try:
         config = load_config(args.config)
         result: int = args.func(config, args)
@@ -53,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
+    common.add_argument("--log-format", default="text", choices=["text", "json"])
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", parents=[common], help="run the bot")
@@ -112,18 +112,40 @@ async def _run_platforms(config: Config, names: list[str]) -> int:
         loop.add_signal_handler(signum, stop.set)
     await gate.resume()
     started: list[Platform] = []
-    try:
-        for platform in platforms:
-            await platform.start(gate)
-            started.append(platform)
-        poller.start()
-        log.warning("relbot %s serving %s", __version__, ", ".join(names))
-        await stop.wait()
-    finally:
-        await poller.stop()
-        for platform in reversed(started):
-            await platform.stop()
+    async with _health(config, gate):
+        try:
+            for platform in platforms:
+                await platform.start(gate)
+                started.append(platform)
+            poller.start()
+            log.warning("relbot %s serving %s", __version__, ", ".join(names))
+            await stop.wait()
+        finally:
+            await poller.stop()
+            for platform in reversed(started):
+                await platform.stop()
     return 0
+
+
+@contextlib.asynccontextmanager
+async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
+    """Serve ``/healthz`` and ``/metrics`` while the bot runs, when ``[health]`` asks."""
+    if config.model.health is None:
+        yield
+        return
+    from bot.health import HealthServer
+
+    server = HealthServer(gate.metrics, config.model.poll_interval, config.model.health.port)
+    try:
+        await server.start()
+    except OSError as err:
+        raise RelbotError(
+            f"health.port: cannot listen on 127.0.0.1:{config.model.health.port} ({err.strerror})."
+        ) from err
+    try:
+        yield
+    finally:
+        await server.stop()
 
 
 async def _run_console(config: Config, speaker: str | None) -> int:
@@ -140,7 +162,8 @@ async def _run_console(config: Config, speaker: str | None) -> int:
     gate = build_gate(config, ConsoleChat(sys.stdout))
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
-    return await Console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
+    async with _health(config, gate):
+        return await Console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
 
 
 def _make_platform(config: Config, name: str) -> Platform:

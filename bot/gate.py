@@ -30,6 +30,7 @@ from bot.errors import (
     StorageError,
 )
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
+from bot.metrics import Metrics
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
 from bot.state import StateStore
@@ -109,15 +110,24 @@ class Gate:
         self._seen: dict[str, _Observation] = {}
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._health = _Health()
+        self.metrics = Metrics()
 
     # -- entry points ------------------------------------------------------------------------
 
     async def handle(self, platform: str, user: str, text: str) -> Reply:
         """Answer one chat line from ``user`` on ``platform``. Always exactly one reply."""
+        reply = await self._answer(platform, user, text)
+        if reply.private:
+            self.metrics.refusals += 1
+        return reply
+
+    async def _answer(self, platform: str, user: str, text: str) -> Reply:
         try:
             command = cmd.parse_command(text, self.profile.roles)
         except cmd.CommandError as err:
             return Reply(str(err), Tone.REFUSAL)
+        verb = type(command).__name__.lower()
+        self.metrics.commands[verb] = self.metrics.commands.get(verb, 0) + 1
         if isinstance(command, cmd.Help):
             return Reply(help_text(self.profile.roles))
         if isinstance(command, cmd.Status):
@@ -149,14 +159,19 @@ class Gate:
         if self._health.skip_scans > 0:
             self._health.skip_scans -= 1
             return
+        started = time.perf_counter()
         try:
             tags = await self._open_tags()
             for tag in tags:
                 async with self._lock(tag):
                     await self._scan_release(tag)
         except StorageError as err:
+            self.metrics.scan_failures += 1
             await self._staging_down(err)
             return
+        self.metrics.scans += 1
+        self.metrics.last_scan_seconds = time.perf_counter() - started
+        self.metrics.last_successful_scan = self._clock()
         await self._staging_up()
         await self.resume()
 
@@ -413,6 +428,7 @@ class Gate:
                 )
                 return
             except (StorageError, RegistryError) as err:
+                self.metrics.publish_failures += 1
                 log.warning("publish of %s stopped at %s: %s", tag, step, err)
                 await self._notice(
                     tag,
@@ -424,6 +440,7 @@ class Gate:
         self.store.append(
             tag, BOT, EventKind.PUBLISHED, files=len(plan.files), size=plan.total_size
         )
+        self.metrics.publishes += 1
         self._seen.pop(str(tag), None)
         await self._refresh(tag)
 
