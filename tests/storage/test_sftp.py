@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.domain.tags import ReleaseTag
-from bot.errors import StagingUnreachable, StorageError
+from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.storage.sftp import HostKeyRejected, SftpStorage, SshRefused, _Connection, _FileMove
 from bot.storage.sftp import _Touched as Touched
 from tests.sshd import SshServer
@@ -417,3 +417,35 @@ def test_permissions_are_fixed_only_where_wrong(
     assert stat.S_IMODE(exe.stat().st_mode) == 0o664
     assert stat.S_IMODE((public / "3.14.0").stat().st_mode) == 0o2775
     assert {p: p.stat().st_ctime_ns for p in before} == before  # nothing else was touched
+
+
+@pytest.mark.parametrize("same_content", [True, False], ids=["identical", "different"])
+def test_a_target_appearing_during_the_batch_is_never_overwritten(
+    sshd: SshServer, folders: tuple[Path, Path], same_content: bool
+) -> None:
+    staging, public = folders
+    (public / "3.14.0").mkdir()
+    stage(staging)
+    plan = plan_for(as_backend(staging, public), TAG, list(FILES))
+    intruder = public / "3.14.0" / "python-3.14.0rc2-amd64.exe"
+
+    class Raced(SftpStorage):
+        def _run_batch(
+            self, conn: _Connection, moves: list[_FileMove], touched: Touched
+        ) -> tuple[int, int]:
+            intruder.write_text("exe" if same_content else "someone else's")
+            return super()._run_batch(conn, moves, touched)
+
+    storage = sftp_storage(sshd, staging, public, Raced)
+    if same_content:
+        report = storage.promote(plan)
+        # The batch stopped at the intruder; files it linked before count as "already".
+        assert report.moved + report.already == 4
+        assert intruder.read_text() == "exe"
+        assert (public / "3.14.0" / "windows-3.14.0rc2.json").read_text() == "{}"
+        assert not (staging / TAG).exists()
+    else:
+        with pytest.raises(PromotionConflict, match="appeared in public"):
+            storage.promote(plan)
+        assert intruder.read_text() == "someone else's"
+        assert (staging / TAG / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
