@@ -1,0 +1,460 @@
+"""The Discord platform (discord.py 2.x): the contract's commands as slash commands in one
+server, replies to whoever typed them, and the release channel, where each release's summary
+is an embed edited in place and notices and announcements are plain messages.
+
+The adapter only translates: an interaction becomes ``(Discord user ID, command line)`` for
+:meth:`bot.gate.Gate.handle`, and the gate's reply is rendered back. Who may do what is the
+gate's business, so no command carries ``default_permissions``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, Self
+
+import discord
+import httpx
+import yarl
+from discord import app_commands
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from bot.config import Config, DiscordConfig
+from bot.domain.tags import ReleaseTag
+from bot.errors import RelbotError, StorageError
+from bot.gate import Gate
+from bot.messages import ChannelKind, ChannelMessage, Reply, Tone
+from bot.render import role_line
+
+log = logging.getLogger(__name__)
+
+MAX_CONTENT = 2000  # Discord's limits on a message and on embed parts
+MAX_TITLE = 256
+MAX_DESCRIPTION = 4096
+MAX_FIELD = 1024
+MAX_CHOICES = 25
+PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
+READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
+
+
+class DiscordError(RelbotError):
+    """Discord refused the bot or could not be reached (the message says what to fix)."""
+
+
+# -- the release channel ---------------------------------------------------------------------
+
+
+class DiscordChat:
+    """The release channel: a summary is an embed (edited in place), anything else text.
+
+    A reference is the Discord message ID. Posting needs the platform connected (see
+    :meth:`DiscordPlatform.start`); before that it raises :class:`DiscordError`.
+    """
+
+    def __init__(self, client: discord.Client, channel: int) -> None:
+        self._client = client
+        self._channel = channel
+
+    async def post(self, message: ChannelMessage) -> str:
+        sent = await self._messageable().send(**_channel_payload(message))
+        return str(sent.id)
+
+    async def update(self, ref: str, message: ChannelMessage) -> None:
+        await self._messageable().get_partial_message(int(ref)).edit(**_channel_payload(message))
+
+    def _messageable(self) -> discord.PartialMessageable:
+        if not self._client.is_ready():
+            raise DiscordError("Discord is not connected yet; the message was not posted.")
+        return self._client.get_partial_messageable(self._channel)
+
+
+def _channel_payload(message: ChannelMessage) -> dict[str, Any]:
+    if message.kind is ChannelKind.SUMMARY:
+        return {"content": None, "embed": summary_embed(message)}
+    return {"content": _clip(discord.utils.escape_markdown(message.text), MAX_CONTENT)}
+
+
+def summary_embed(message: ChannelMessage) -> discord.Embed:
+    """The readiness summary as an embed: the headline as title, one field per role, and the
+    summary's further lines (stray files, holds, signatures) as the description."""
+    lines = message.text.splitlines() or [message.tag or "relbot"]
+    readiness = message.readiness
+    # A summary of one line has no role breakdown: the release is published.
+    breakdown = readiness is not None and len(lines) > 1
+    embed = discord.Embed(title=_clip(lines[0], MAX_TITLE), colour=_colour(message, breakdown))
+    if readiness is None or not breakdown:
+        return embed
+    for role in readiness.roles:
+        word, detail = role_line(role, str(readiness.tag))
+        embed.add_field(
+            name=f"{role.role}: {word}",
+            value=_clip(discord.utils.escape_markdown(detail), MAX_FIELD),
+            inline=False,
+        )
+    rest = [line.strip() for line in lines[1 + len(readiness.roles) :]]
+    if rest:
+        embed.description = _clip(discord.utils.escape_markdown("\n".join(rest)), MAX_DESCRIPTION)
+    return embed
+
+
+def _colour(message: ChannelMessage, breakdown: bool) -> discord.Colour:
+    readiness = message.readiness
+    if readiness is None or not breakdown or readiness.publishable:
+        return discord.Colour.green()
+    if readiness.holds:
+        return discord.Colour.red()
+    return discord.Colour.gold()
+
+
+# -- replies and the Publish button ----------------------------------------------------------
+
+
+def reply_content(text: str) -> str:
+    """A reply as message text: several lines (plans, summaries, help) keep their columns in
+    a code block; one sentence stays prose."""
+    if "\n" not in text:
+        return _clip(discord.utils.escape_markdown(text), MAX_CONTENT)
+    fence = "```"
+    body = _clip(text.replace(fence, "'''"), MAX_CONTENT - 2 * len(fence) - 2)
+    return f"{fence}\n{body}\n{fence}"
+
+
+class PublishButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=PUBLISH_ID,
+):
+    """The plan's **Publish TAG** button. Its custom ID carries tag and code, so a click works
+    after a restart (registered with ``add_dynamic_items``); a click is the typed confirm
+    line, authorized by the gate like one."""
+
+    def __init__(self, tag: str, code: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=f"Publish {tag}",
+                style=discord.ButtonStyle.danger,
+                custom_id=f"relbot:publish:{tag}:{code}",
+            )
+        )
+        self.tag = tag
+        self.code = code
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[discord.Client],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["tag"], match["code"])
+
+    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
+        client = interaction.client
+        if isinstance(client, _Client):
+            await client.platform.confirm(interaction, self.tag, self.code)
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+class _Client(discord.Client):
+    """A client that knows its platform (the Publish button finds the gate through it)."""
+
+    def __init__(self, platform: DiscordPlatform, **options: Any) -> None:
+        super().__init__(**options)
+        self.platform = platform
+
+    async def setup_hook(self) -> None:
+        await self.platform.setup(self)
+
+
+class _Tree(app_commands.CommandTree[_Client]):
+    async def on_error(
+        self, interaction: discord.Interaction[_Client], error: app_commands.AppCommandError
+    ) -> None:
+        log.error("Discord command %s failed", interaction.data, exc_info=error)
+        text = "relbot hit an internal error answering this; the bot's log has the details."
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=True)
+        else:
+            await interaction.response.send_message(text, ephemeral=True)
+
+
+class DiscordPlatform:
+    """Slash commands in the configured server and posts in its release channel.
+
+    ``start`` logs in, syncs the commands to the server, asks Discord (``GET /gateway/bot``)
+    where its gateway is, connects there in a background task and returns once READY.
+    """
+
+    name = "discord"
+
+    def __init__(
+        self,
+        token: str,
+        settings: DiscordConfig,
+        roles: Sequence[str],
+        *,
+        guild_ready_timeout: float = 2.0,
+    ) -> None:
+        self._token = token
+        self._settings = settings
+        self._roles = tuple(roles)
+        self._guild = discord.Object(settings.guild)
+        self._api = settings.api_url.rstrip("/")
+        self._gate: Gate | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._previous: tuple[str, yarl.URL] | None = None
+        # Only the (unprivileged) guilds intent: slash commands and buttons need no intent,
+        # and guild events tell discord.py which channels the bot can see.
+        self._client = _Client(
+            self,
+            intents=discord.Intents(guilds=True),
+            allowed_mentions=discord.AllowedMentions.none(),  # a hold reason must not ping
+            guild_ready_timeout=guild_ready_timeout,
+        )
+        self._tree = _Tree(self._client)
+        for command in self._commands():
+            self._tree.add_command(command, guild=self._guild)
+        self._chat = DiscordChat(self._client, settings.channel)
+
+    @classmethod
+    def from_config(cls, config: Config) -> DiscordPlatform:
+        """The platform of ``[discord]``; raises ConfigError naming ``discord.token_env`` when
+        the token's environment variable is not set."""
+        settings = config.model.discord
+        if settings is None:
+            raise RelbotError("The config has no [discord] table.")
+        token = config.secret("discord.token_env", settings.token_env)
+        return cls(token, settings, config.profile.roles)
+
+    @property
+    def chat(self) -> DiscordChat:
+        return self._chat
+
+    @property
+    def client(self) -> discord.Client:
+        return self._client
+
+    async def start(self, gate: Gate) -> None:
+        """Connect and return once Discord says READY; raises DiscordError when the token is
+        refused or the gateway cannot be reached."""
+        self._gate = gate
+        self._point_at_api()
+        try:
+            await self._client.login(self._token)
+        except discord.LoginFailure as err:
+            raise DiscordError(
+                f"discord.token_env: Discord refused the token in {self._settings.token_env}; "
+                "copy the bot token again from the Developer Portal (Bot, Reset Token)."
+            ) from err
+        except (discord.HTTPException, OSError) as err:
+            raise DiscordError(f"discord.api_url: cannot log in at {self._api}: {err}") from err
+        # A plain Client dials its built-in gateway address; ask Discord where it is, as
+        # the documentation asks bots to (and as api_url needs, in tests).
+        try:
+            _, gateway, _ = await self._client.http.get_bot_gateway()
+        except discord.GatewayNotFound as err:
+            raise DiscordError(f"discord.api_url: {self._api} names no gateway.") from err
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
+        self._task = asyncio.create_task(self._client.connect(), name="discord-gateway")
+        ready = asyncio.create_task(self._client.wait_until_ready())
+        done, _ = await asyncio.wait(
+            {self._task, ready}, timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready not in done:
+            ready.cancel()
+            await self.stop()
+            cause = self._task.exception() if self._task.done() else None
+            raise DiscordError(
+                f"Discord's gateway at {gateway} did not say READY"
+                + (f": {cause}" if cause else f" within {READY_TIMEOUT:.0f} seconds")
+                + "."
+            )
+        if self._client.get_guild(self._settings.guild) is None:
+            log.warning(
+                "discord.guild: the bot is not in server %s; invite it (see docs/discord.md).",
+                self._settings.guild,
+            )
+
+    async def stop(self) -> None:
+        """Disconnect and wait for the gateway task to end."""
+        await self._client.close()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout=10)
+            except (discord.DiscordException, OSError, TimeoutError) as err:
+                log.warning("Discord gateway ended with %s", err)
+        if self._previous is not None:
+            Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._previous
+            self._previous = None
+
+    def check(self) -> list[str]:
+        """The token accepted and the release channel visible in the configured server."""
+        headers = {"Authorization": f"Bot {self._token}", "User-Agent": "DiscordBot relbot"}
+        settings = self._settings
+        try:
+            with httpx.Client(base_url=self._api + "/", headers=headers, timeout=10) as http:
+                me = http.get("users/@me")
+                if me.status_code == 401:
+                    return [
+                        f"discord.token_env: Discord refused the token in {settings.token_env}; "
+                        "copy it again from the Developer Portal (Bot, Reset Token)."
+                    ]
+                me.raise_for_status()
+                channel = http.get(f"channels/{settings.channel}")
+        except httpx.HTTPError as err:
+            return [f"discord.api_url: cannot reach {self._api}: {err}."]
+        if channel.status_code in (403, 404):
+            return [
+                f"discord.channel: the bot cannot see channel {settings.channel}; invite it "
+                "to the server and let it view and post in that channel (docs/discord.md)."
+            ]
+        if channel.status_code != 200:
+            return [f"discord.channel: Discord answered {channel.status_code} for the channel."]
+        guild = channel.json().get("guild_id")
+        if guild != str(settings.guild):
+            return [
+                f"discord.channel: channel {settings.channel} is in server {guild}, not in "
+                f"discord.guild = {settings.guild}."
+            ]
+        return []
+
+    # -- wiring (called by the client) ---------------------------------------------------------
+
+    async def setup(self, client: _Client) -> None:
+        """After login: the Publish button of any earlier plan works again, and the commands
+        are (re)registered in the configured server only."""
+        client.add_dynamic_items(PublishButton)
+        await self._tree.sync(guild=self._guild)
+
+    def _point_at_api(self) -> None:
+        if self._previous is None:
+            self._previous = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+        Route.BASE = self._api
+
+    # -- commands ------------------------------------------------------------------------------
+
+    async def run(self, interaction: discord.Interaction[Any], line: str) -> None:
+        """Acknowledge at once (the gate may list staging and hash files), then answer
+        privately: whatever changed shows in the release channel anyway."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        reply = await self._ask(interaction, line)
+        view = discord.utils.MISSING
+        if reply.confirm is not None:
+            view = discord.ui.View(timeout=None)
+            view.add_item(PublishButton(reply.confirm.tag, reply.confirm.code))
+        await interaction.followup.send(reply_content(reply.text), ephemeral=True, view=view)
+
+    async def confirm(self, interaction: discord.Interaction[Any], tag: str, code: str) -> None:
+        """A click on Publish: the confirm line, typed by whoever clicked."""
+        await interaction.response.defer()  # a component: acknowledged, the plan unchanged
+        reply = await self._ask(interaction, f"/publish {tag} confirm {code}")
+        if reply.tone is Tone.SUCCESS:
+            await interaction.edit_original_response(view=None)  # published: no second click
+        await interaction.followup.send(reply_content(reply.text), ephemeral=True)
+
+    async def _ask(self, interaction: discord.Interaction[Any], line: str) -> Reply:
+        if self._gate is None:
+            return Reply("relbot is still starting; try again in a moment.", Tone.REFUSAL)
+        try:
+            return await self._gate.handle(self.name, str(interaction.user.id), line)
+        except RelbotError as err:  # e.g. storage failing mid-command: say so, not "failed"
+            return Reply(str(err), Tone.REFUSAL)
+
+    async def tag_choices(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        """Open releases (staged, or recorded and unpublished) for the tag option; only a
+        suggestion: the gate validates whatever is sent."""
+        gate = self._gate
+        if gate is None:
+            return []
+        try:
+            names = set(await asyncio.to_thread(gate.storage.staged_tags))
+        except StorageError:
+            names = set()
+        names.update(str(t) for t in gate.store.tags() if not gate.store.release(t).is_published)
+        tags = sorted(_tags(names), reverse=True)
+        wanted = current.strip().lower()
+        return [
+            app_commands.Choice(name=str(tag), value=str(tag))
+            for tag in tags
+            if str(tag).startswith(wanted)
+        ][:MAX_CHOICES]
+
+    def _commands(self) -> list[app_commands.Command[Any, Any, None]]:
+        run, tags = self.run, self.tag_choices
+        roles = [app_commands.Choice(name=role, value=role) for role in self._roles]
+
+        @app_commands.command(description="Say your role's files for a release are staged")
+        @app_commands.describe(role="your role", tag="release tag, e.g. 3.14.1")
+        @app_commands.choices(role=roles)
+        @app_commands.autocomplete(tag=tags)
+        async def ready(interaction: discord.Interaction[Any], role: str, tag: str) -> None:
+            await run(interaction, f"/ready {role} {tag}")
+
+        @app_commands.command(description="Withdraw a role's claim on a release")
+        @app_commands.describe(role="the role", tag="release tag")
+        @app_commands.choices(role=roles)
+        @app_commands.autocomplete(tag=tags)
+        async def unready(interaction: discord.Interaction[Any], role: str, tag: str) -> None:
+            await run(interaction, f"/unready {role} {tag}")
+
+        @app_commands.command(description="What is ready, missing or blocking")
+        @app_commands.describe(tag="release tag (default: every open release)")
+        @app_commands.autocomplete(tag=tags)
+        async def status(interaction: discord.Interaction[Any], tag: str | None = None) -> None:
+            await run(interaction, f"/status {tag}" if tag else "/status")
+
+        @app_commands.command(description="Block publishing a release until /unhold")
+        @app_commands.describe(tag="release tag", reason="why (shown in the channel)")
+        @app_commands.autocomplete(tag=tags)
+        async def hold(
+            interaction: discord.Interaction[Any], tag: str, reason: str | None = None
+        ) -> None:
+            await run(interaction, f"/hold {tag} {reason}" if reason else f"/hold {tag}")
+
+        @app_commands.command(description="Lift a hold (the holder or the release manager)")
+        @app_commands.describe(tag="release tag")
+        @app_commands.autocomplete(tag=tags)
+        async def unhold(interaction: discord.Interaction[Any], tag: str) -> None:
+            await run(interaction, f"/unhold {tag}")
+
+        @app_commands.command(description="Release manager: the publish plan, then confirm")
+        @app_commands.describe(tag="release tag", confirm="the code from the publish plan")
+        @app_commands.autocomplete(tag=tags)
+        async def publish(
+            interaction: discord.Interaction[Any], tag: str, confirm: str | None = None
+        ) -> None:
+            line = f"/publish {tag} confirm {confirm}" if confirm else f"/publish {tag}"
+            await run(interaction, line)
+
+        @app_commands.command(description="Release manager: withdraw every claim of a release")
+        @app_commands.describe(tag="release tag")
+        @app_commands.autocomplete(tag=tags)
+        async def respin(interaction: discord.Interaction[Any], tag: str) -> None:
+            await run(interaction, f"/respin {tag}")
+
+        @app_commands.command(name="help", description="relbot's commands, with examples")
+        async def help_(interaction: discord.Interaction[Any]) -> None:
+            await run(interaction, "/help")
+
+        return [ready, unready, status, hold, unhold, publish, respin, help_]
+
+
+def _tags(names: set[str]) -> list[ReleaseTag]:
+    tags = []
+    for name in names:
+        try:
+            tags.append(ReleaseTag.parse(name))
+        except RelbotError:
+            continue  # a folder that is not a release
+    return tags
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

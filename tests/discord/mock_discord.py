@@ -1,0 +1,505 @@
+"""A local stand-in for Discord: the REST API and the gateway websocket on 127.0.0.1, enough
+for the real discord.py client to log in, sync commands, receive interactions and answer them.
+
+    async with MockDiscord(guild=1, channel=2, token="t") as discord:
+        ...  # point the bot at discord.api_url (REST; /gateway/bot names the websocket)
+        sent = await discord.command("ready", user="42", role="source", tag="3.14.1")
+        reply = await discord.reply(sent)          # the bot's answer to that interaction
+        discord.channel_messages                    # the channel as it stands (edits applied)
+        discord.calls                               # every REST call, in order
+
+What it enforces, as Discord does: ``Authorization: Bot TOKEN`` on REST and the token in
+IDENTIFY; JSON answers with exactly ``Content-Type: application/json`` (discord.py parses
+nothing else); one callback per interaction (a second is a 400 "already acknowledged");
+followups only on an acknowledged interaction; a component interaction carries its message.
+What it leaves out: rate limits, zlib compression (discord.py reads text frames as they come),
+RESUME (answered with INVALID_SESSION), permissions, and every route the bot does not use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+API = "/api/v10"
+APP_ID = 900000000000000001
+BOT_ID = APP_ID
+TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
+EPHEMERAL = 1 << 6
+WAIT = 5.0  # seconds any wait for the bot gives up after
+
+
+@dataclass(frozen=True)
+class Call:
+    """One REST request the bot made."""
+
+    method: str
+    path: str  # below /api/v10, e.g. /channels/2/messages
+    body: Any
+
+
+@dataclass
+class Sent:
+    """An interaction pushed to the bot."""
+
+    id: int
+    token: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class _Socket:
+    ws: web.WebSocketResponse
+    sequence: int = 0
+    identified: bool = False
+    intents: int | None = None
+
+
+@dataclass
+class _Recorder:
+    calls: list[Call] = field(default_factory=list)
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+
+class MockDiscord:
+    def __init__(self, *, guild: int, channel: int, token: str) -> None:
+        self.guild = guild
+        self.channel = channel
+        self.token = token
+        self.channel_messages: dict[int, dict[str, Any]] = {}
+        self.commands: list[dict[str, Any]] = []  # as last synced to the guild
+        self.identifies: list[dict[str, Any]] = []
+        self._recorder = _Recorder()
+        self._ids = itertools.count(1_300_000_000_000_000_000)
+        self._acknowledged: dict[str, dict[str, Any]] = {}  # token -> callback body
+        self._originals: dict[str, dict[str, Any]] = {}  # token -> its original response
+        self._followups: dict[str, list[dict[str, Any]]] = {}  # token -> messages sent
+        self._sockets: list[_Socket] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> MockDiscord:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        routes = [
+            ("GET", "/users/@me", self._me),
+            ("GET", "/oauth2/applications/@me", self._application),
+            ("GET", "/gateway/bot", self._gateway_bot),
+            ("PUT", "/applications/{app}/guilds/{guild}/commands", self._sync),
+            ("POST", "/interactions/{id}/{token}/callback", self._callback),
+            ("POST", "/webhooks/{app}/{token}", self._followup),
+            ("PATCH", "/webhooks/{app}/{token}/messages/@original", self._edit_original),
+            ("GET", "/channels/{channel}", self._get_channel),
+            ("POST", "/channels/{channel}/messages", self._post_message),
+            ("PATCH", "/channels/{channel}/messages/{message}", self._edit_message),
+        ]
+        for method, path, handler in routes:
+            app.router.add_route(method, API + path, self._recorded(handler))
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for socket in list(self._sockets):
+            await socket.ws.close()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{API}"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    @property
+    def calls(self) -> list[Call]:
+        return list(self._recorder.calls)
+
+    def calls_to(self, method: str, prefix: str) -> list[Call]:
+        return [c for c in self._recorder.calls if c.method == method and c.path.startswith(prefix)]
+
+    @property
+    def connected(self) -> int:
+        """How many gateway sessions are open and identified."""
+        return sum(1 for s in self._sockets if s.identified and not s.ws.closed)
+
+    # -- what a test does ----------------------------------------------------------------------
+
+    async def command(self, name: str, *, user: str, **options: str) -> Sent:
+        """A user runs a slash command of the guild with these options."""
+        synced = next(c for c in self.commands if c["name"] == name)
+        data = {
+            "id": synced["id"],
+            "name": name,
+            "type": 1,
+            "guild_id": str(self.guild),
+            "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()],
+        }
+        return await self._interact(2, user, data)
+
+    async def autocomplete(self, name: str, *, user: str, focused: str, **options: str) -> Sent:
+        """A user types in option ``focused`` of a slash command."""
+        synced = next(c for c in self.commands if c["name"] == name)
+        opts = [
+            {"name": k, "type": 3, "value": v, **({"focused": True} if k == focused else {})}
+            for k, v in options.items()
+        ]
+        data = {"id": synced["id"], "name": name, "type": 1, "guild_id": str(self.guild)}
+        return await self._interact(4, user, {**data, "options": opts})
+
+    async def click(self, custom_id: str, *, user: str, message: dict[str, Any]) -> Sent:
+        """A user clicks the button ``custom_id`` on ``message`` (as the bot sent it)."""
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self._interact(3, user, data, message=message)
+
+    async def reply(self, sent: Sent) -> dict[str, Any]:
+        """The bot's answer to an interaction, as the message Discord made of it: the first
+        followup, or the message of an immediate response."""
+
+        def answer() -> dict[str, Any] | None:
+            if self._followups.get(sent.token):
+                return self._followups[sent.token][0]
+            callback = self._acknowledged.get(sent.token)
+            if callback is not None and callback["type"] == 4:
+                return self._originals[sent.token]
+            return None
+
+        result: dict[str, Any] = await self.wait_for(answer)
+        return result
+
+    def callback(self, sent: Sent) -> dict[str, Any] | None:
+        """How the bot acknowledged an interaction, if it has."""
+        return self._acknowledged.get(sent.token)
+
+    def originals_edited(self, sent: Sent) -> list[dict[str, Any]]:
+        path = f"/webhooks/{APP_ID}/{sent.token}/messages/@original"
+        return [c.body for c in self._recorder.calls if c.method == "PATCH" and c.path == path]
+
+    async def wait_for(self, found: Callable[[], Any], timeout: float = WAIT) -> Any:
+        """Wait (at most ``timeout`` seconds) until ``found()`` returns something not None."""
+        async with asyncio.timeout(timeout):
+            async with self._recorder.changed:
+                while (result := found()) is None:
+                    await self._recorder.changed.wait()
+                return result
+
+    # -- REST ----------------------------------------------------------------------------------
+
+    def _recorded(self, handler: Callable[[web.Request, Any], Any]) -> Callable[[web.Request], Any]:
+        async def recorded(request: web.Request) -> web.StreamResponse:
+            if request.headers.get("Authorization") != f"Bot {self.token}" and not (
+                request.path.startswith(API + "/webhooks/")
+                or request.path.startswith(API + "/interactions/")
+            ):
+                return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+            body = await request.json() if request.can_read_body else None
+            response: web.StreamResponse = await handler(request, body)
+            async with self._recorder.changed:
+                path = request.path.removeprefix(API)
+                self._recorder.calls.append(Call(request.method, path, body))
+                self._recorder.changed.notify_all()
+            return response
+
+        return recorded
+
+    async def _me(self, request: web.Request, body: Any) -> web.Response:
+        return _json(self._bot_user())
+
+    async def _application(self, request: web.Request, body: Any) -> web.Response:
+        return _json(
+            {
+                "id": str(APP_ID),
+                "name": "relbot",
+                "icon": None,
+                "description": "",
+                "rpc_origins": [],
+                "bot_public": False,
+                "bot_require_code_grant": False,
+                "owner": self._bot_user(),
+                "summary": "",
+                "verify_key": "0" * 64,
+                "team": None,
+                "flags": 0,
+            }
+        )
+
+    async def _gateway_bot(self, request: web.Request, body: Any) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _sync(self, request: web.Request, body: Any) -> web.Response:
+        if int(request.match_info["guild"]) != self.guild:
+            return _json({"message": "Unknown Guild", "code": 10004}, status=404)
+        self.commands = [
+            {
+                **command,
+                "id": str(next(self._ids)),
+                "application_id": str(APP_ID),
+                "guild_id": str(self.guild),
+                "version": "1",
+            }
+            for command in body
+        ]
+        return _json(self.commands)
+
+    async def _callback(self, request: web.Request, body: Any) -> web.Response:
+        token = request.match_info["token"]
+        if token in self._acknowledged:
+            refusal = "Interaction has already been acknowledged."
+            return _json({"message": refusal, "code": 40060}, status=400)
+        self._acknowledged[token] = body
+        flags = (body.get("data") or {}).get("flags", 0)
+        interaction: dict[str, Any] = {
+            "id": request.match_info["id"],
+            "type": 2,
+            "response_message_loading": body["type"] == 5,
+            "response_message_ephemeral": bool(flags & EPHEMERAL),
+        }
+        resource: dict[str, Any] = {"type": body["type"]}
+        if body["type"] == 4:
+            message = self._message(body["data"], self.channel, flags=flags)
+            self._originals[token] = message
+            interaction["response_message_id"] = message["id"]
+            resource["message"] = message
+        return _json({"interaction": interaction, "resource": resource})
+
+    async def _followup(self, request: web.Request, body: Any) -> web.Response:
+        token = request.match_info["token"]
+        if token not in self._acknowledged:
+            return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
+        message = self._message(body, self.channel, flags=body.get("flags", 0))
+        message["webhook_id"] = str(APP_ID)
+        self._followups.setdefault(token, []).append(message)
+        return _json(message)
+
+    async def _edit_original(self, request: web.Request, body: Any) -> web.Response:
+        token = request.match_info["token"]
+        if token not in self._acknowledged:
+            return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
+        original = self._originals.setdefault(token, self._message({}, self.channel))
+        original.update({k: v for k, v in body.items() if k != "allowed_mentions"})
+        return _json(original)
+
+    async def _get_channel(self, request: web.Request, body: Any) -> web.Response:
+        if int(request.match_info["channel"]) != self.channel:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        return _json(self._channel_payload())
+
+    async def _post_message(self, request: web.Request, body: Any) -> web.Response:
+        channel = int(request.match_info["channel"])
+        if channel != self.channel:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        message = self._message(body, channel)
+        self.channel_messages[int(message["id"])] = message
+        return _json(message)
+
+    async def _edit_message(self, request: web.Request, body: Any) -> web.Response:
+        found = self.channel_messages.get(int(request.match_info["message"]))
+        if found is None or int(request.match_info["channel"]) != self.channel:
+            return _json({"message": "Unknown Message", "code": 10008}, status=404)
+        cleared: dict[str, Any] = {"content": "", "embeds": [], "components": []}
+        for key, empty in cleared.items():
+            if key in body:
+                found[key] = empty if body[key] is None else body[key]
+        found["edited_timestamp"] = TIMESTAMP
+        return _json(found)
+
+    # -- gateway -------------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        socket = _Socket(ws)
+        self._sockets.append(socket)
+        await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
+        try:
+            async for frame in ws:
+                if frame.type is not WSMsgType.TEXT:
+                    continue
+                data = json.loads(frame.data)
+                match data["op"]:
+                    case 1:
+                        await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+                    case 2:
+                        await self._identify(socket, data["d"])
+                    case 6:  # RESUME: not kept; the client identifies anew
+                        await ws.send_json({"op": 9, "d": False, "s": None, "t": None})
+        finally:
+            self._sockets.remove(socket)
+        return ws
+
+    async def _identify(self, socket: _Socket, data: dict[str, Any]) -> None:
+        if data.get("token") != self.token:
+            await socket.ws.close(code=4004, message=b"Authentication failed.")
+            return
+        self.identifies.append(data)
+        socket.identified, socket.intents = True, data.get("intents")
+        await self._dispatch(
+            socket,
+            "READY",
+            {
+                "v": 10,
+                "user": self._bot_user(),
+                "guilds": [{"id": str(self.guild), "unavailable": True}],
+                "session_id": f"session-{next(self._ids)}",
+                "resume_gateway_url": self.gateway_url,
+                "application": {"id": str(APP_ID), "flags": 0},
+                "shard": [0, 1],
+            },
+        )
+        if socket.intents is not None and socket.intents & 1:  # GUILDS
+            await self._dispatch(socket, "GUILD_CREATE", self._guild_payload())
+
+    async def _dispatch(self, socket: _Socket, event: str, data: dict[str, Any]) -> None:
+        socket.sequence += 1
+        await socket.ws.send_json({"op": 0, "t": event, "s": socket.sequence, "d": data})
+
+    async def _interact(
+        self, kind: int, user: str, data: dict[str, Any], message: dict[str, Any] | None = None
+    ) -> Sent:
+        live = [s for s in self._sockets if s.identified and not s.ws.closed]
+        assert live, "no bot is connected to the mock gateway"
+        sent = Sent(next(self._ids), f"token-{next(self._ids)}", {})
+        sent.payload = {
+            "id": str(sent.id),
+            "application_id": str(APP_ID),
+            "type": kind,
+            "token": sent.token,
+            "version": 1,
+            "guild_id": str(self.guild),
+            "channel_id": str(self.channel),
+            "channel": self._channel_payload(),
+            "member": {
+                "user": _user(user, f"user{user[-4:]}"),
+                "roles": [],
+                "joined_at": TIMESTAMP,
+                "deaf": False,
+                "mute": False,
+                "flags": 0,
+                "permissions": "2248473465835073",
+            },
+            "app_permissions": "2248473465835073",
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": str(self.guild)},
+            "context": 0,
+            "attachment_size_limit": 10485760,
+            "data": data,
+        }
+        if message is not None:
+            sent.payload["message"] = message
+        await self._dispatch(live[-1], "INTERACTION_CREATE", sent.payload)
+        return sent
+
+    # -- payloads ------------------------------------------------------------------------------
+
+    def _bot_user(self) -> dict[str, Any]:
+        return {**_user(str(BOT_ID), "relbot"), "bot": True, "verified": True, "flags": 0}
+
+    def _channel_payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.channel),
+            "type": 0,
+            "guild_id": str(self.guild),
+            "name": "release",
+            "position": 0,
+            "permission_overwrites": [],
+            "nsfw": False,
+            "parent_id": None,
+            "topic": None,
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+            "flags": 0,
+        }
+
+    def _guild_payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.guild),
+            "name": "Python release team",
+            "icon": None,
+            "owner_id": "1",
+            "roles": [],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "member_count": 2,
+            "large": False,
+            "unavailable": False,
+            "joined_at": TIMESTAMP,
+            "members": [],
+            "channels": [self._channel_payload()],
+            "threads": [],
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "system_channel_flags": 0,
+        }
+
+    def _message(self, body: dict[str, Any], channel: int, *, flags: int = 0) -> dict[str, Any]:
+        return {
+            "id": str(next(self._ids)),
+            "channel_id": str(channel),
+            "author": self._bot_user(),
+            "content": body.get("content") or "",
+            "timestamp": TIMESTAMP,
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": body.get("embeds") or [],
+            "components": body.get("components") or [],
+            "pinned": False,
+            "type": 0,
+            "flags": flags,
+            "application_id": str(APP_ID),
+        }
+
+
+def _user(user_id: str, name: str) -> dict[str, Any]:
+    return {
+        "id": user_id,
+        "username": name,
+        "discriminator": "0",
+        "global_name": None,
+        "avatar": None,
+        "public_flags": 0,
+    }
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    # Exactly "application/json": discord.py compares the header verbatim, so aiohttp's
+    # json_response (which appends "; charset=utf-8") would make it see text.
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"}
+    )

@@ -1,0 +1,282 @@
+"""The Discord platform as a release team meets it: slash commands and the Publish button go
+through the real discord.py client, over loopback, to a mock of Discord's API and gateway."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from adapters.discord_app import DiscordPlatform
+from adapters.platform import FanoutChat
+from bot.domain.tags import ReleaseTag
+from bot.errors import ConfigError
+from tests.conftest import RecordingChat
+from tests.discord.conftest import (
+    ALICE,
+    CHANNEL,
+    HOLDERS,
+    HUGO,
+    NED,
+    STEVE,
+    STRANGER,
+    TOKEN_ENV,
+    DiscordWorld,
+)
+from tests.discord.mock_discord import APP_ID, EPHEMERAL, MockDiscord
+
+TAG = "3.14.1"
+CHANNEL_MESSAGES = f"/channels/{CHANNEL}/messages"
+
+
+async def say(mock: MockDiscord, name: str, user: str, **options: str) -> dict[str, Any]:
+    """Run a slash command as ``user``; the bot's reply message."""
+    return await mock.reply(await mock.command(name, user=user, **options))
+
+
+async def ready_all(mock: MockDiscord, tag: str = TAG) -> None:
+    for role, user in HOLDERS.items():
+        reply = await say(mock, "ready", user, role=role, tag=tag)
+        assert f"{role} is ready for {tag}" in reply["content"], reply["content"]
+
+
+def publish_button(plan: dict[str, Any]) -> dict[str, Any]:
+    [row] = plan["components"]
+    [button] = row["components"]
+    return dict(button)
+
+
+def summary_posts(mock: MockDiscord) -> list[dict[str, Any]]:
+    return [c.body for c in mock.calls_to("POST", CHANNEL_MESSAGES) if c.body.get("embeds")]
+
+
+def plain_posts(mock: MockDiscord) -> list[str]:
+    return [
+        c.body["content"]
+        for c in mock.calls_to("POST", CHANNEL_MESSAGES)
+        if not c.body.get("embeds")
+    ]
+
+
+def only_summary(mock: MockDiscord) -> dict[str, Any]:
+    """The one summary message of the channel, as it stands after every edit."""
+    [summary] = [m for m in mock.channel_messages.values() if m["embeds"]]
+    return summary
+
+
+def private(reply: dict[str, Any]) -> bool:
+    return bool(reply["flags"] & EPHEMERAL)
+
+
+# -- the whole release -----------------------------------------------------------------------
+
+
+async def test_full_release_through_slash_commands_and_the_publish_button(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    staged = dworld.stage(TAG)
+    await ready_all(mock_discord)
+
+    summary = only_summary(mock_discord)
+    [embed] = summary["embeds"]
+    assert embed["title"] == f"{TAG}: all 4 roles ready; publishable (RM: /publish {TAG})"
+    assert [f["name"] for f in embed["fields"]] == [
+        "source: ready",
+        "docs: ready",
+        "windows: ready",
+        "macos: ready",
+    ]
+
+    plan = await say(mock_discord, "publish", HUGO, tag=TAG)
+    assert private(plan)
+    assert f"/publish {TAG} confirm CODE0001" in plan["content"]
+    button = publish_button(plan)
+    assert button["label"] == f"Publish {TAG}"
+    assert button["custom_id"] == f"relbot:publish:{TAG}:CODE0001"
+    assert dworld.public_files() == set()
+
+    click = await mock_discord.click(button["custom_id"], user=HUGO, message=plan)
+    done = await mock_discord.reply(click)
+    assert private(done)
+    assert done["content"].startswith(f"Published {TAG}:")
+    edited = mock_discord.originals_edited(click)
+    assert [e["components"] for e in edited] == [[]]  # the button is gone: no second click
+    assert len(dworld.public_files()) == len(staged)
+
+    [announcement] = [t for t in plain_posts(mock_discord) if "is published" in t]
+    assert announcement.startswith(f"{TAG} is published: {len(staged)} files")
+    assert len(summary_posts(mock_discord)) == 1  # posted once, then edited in place
+    edits = mock_discord.calls_to("PATCH", f"{CHANNEL_MESSAGES}/{summary['id']}")
+    assert len(edits) >= 4
+    [final] = only_summary(mock_discord)["embeds"]
+    assert final["title"].startswith(f"{TAG}: published by hugo at ")
+    assert "fields" not in final
+
+
+async def test_commands_are_synced_to_the_configured_guild_with_the_profiles_roles(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    [sync] = mock_discord.calls_to("PUT", f"/applications/{APP_ID}/guilds/")
+    assert sync.path.endswith(f"/guilds/{mock_discord.guild}/commands")
+    commands = {c["name"]: c for c in sync.body}
+    assert sorted(commands) == sorted(
+        ["ready", "unready", "status", "hold", "unhold", "publish", "respin", "help"]
+    )
+    role = next(o for o in commands["ready"]["options"] if o["name"] == "role")
+    assert [c["value"] for c in role["choices"]] == list(dworld.profile.roles)
+    assert all(c.get("default_member_permissions") is None for c in sync.body)
+    assert mock_discord.identifies[0]["intents"] == 1  # guilds only: nothing privileged
+
+
+async def test_tag_autocomplete_offers_open_releases(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    dworld.stage("3.14.1", roles=["source"])
+    dworld.stage("3.13.5", roles=["source"])
+    sent = await mock_discord.autocomplete(
+        "ready", user=STRANGER, focused="tag", role="source", tag="3.14"
+    )
+    answer = await mock_discord.wait_for(lambda: mock_discord.callback(sent))
+    assert answer["type"] == 8
+    assert answer["data"]["choices"] == [{"name": "3.14.1", "value": "3.14.1"}]
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+async def test_an_unknown_user_is_refused_privately_and_nothing_changes(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    dworld.stage(TAG)
+    reply = await say(mock_discord, "ready", STRANGER, role="source", tag=TAG)
+    assert private(reply)
+    assert "not on the release team" in reply["content"]
+    assert STRANGER in reply["content"]
+    assert dworld.store.release(ReleaseTag.parse(TAG)).claims == {}
+    assert mock_discord.calls_to("POST", CHANNEL_MESSAGES) == []
+
+
+async def test_a_role_holder_cannot_publish_and_another_rm_cannot_click_the_button(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    dworld.stage(TAG)
+    await ready_all(mock_discord)
+    refused = await say(mock_discord, "publish", STEVE, tag=TAG)
+    assert private(refused) and "Only a release manager of 3.14" in refused["content"]
+    assert refused["components"] == []
+
+    plan = await say(mock_discord, "publish", HUGO, tag=TAG)
+    button = publish_button(plan)
+    for intruder in (ALICE, STEVE, STRANGER):
+        click = await mock_discord.click(button["custom_id"], user=intruder, message=plan)
+        answer = await mock_discord.reply(click)
+        assert private(answer)
+        assert mock_discord.originals_edited(click) == []
+    assert "issued to hugo" in answer["content"] or "not on the release team" in answer["content"]
+    assert dworld.public_files() == set()
+
+
+async def test_a_bad_tag_gets_the_gates_sentence_privately(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    reply = await say(mock_discord, "ready", NED, role="macos", tag="3.14")
+    assert private(reply)
+    assert reply["content"] == "'3.14' is not a release tag; write it like 3.14.1 or 3.14.0rc2."
+    assert mock_discord.calls_to("POST", CHANNEL_MESSAGES) == []
+
+
+# -- restarts --------------------------------------------------------------------------------
+
+
+async def plan_then_restart(
+    dworld: DiscordWorld, mock: MockDiscord
+) -> tuple[dict[str, Any], DiscordPlatform]:
+    """Stage, ready and plan with one bot process, stop it and start another on the same
+    state; returns the plan message and the running second platform."""
+    first = dworld.platform()
+    dworld.chat = first.chat  # type: ignore[assignment]
+    await first.start(dworld.start())
+    dworld.stage(TAG)
+    await ready_all(mock)
+    plan = await say(mock, "publish", HUGO, tag=TAG)
+    await first.stop()
+    assert mock.connected == 0
+
+    second = dworld.platform()
+    dworld.chat = second.chat  # type: ignore[assignment]
+    await second.start(dworld.start())
+    return plan, second
+
+
+async def test_the_publish_button_still_works_after_a_restart(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    plan, second = await plan_then_restart(dworld, mock_discord)
+    try:
+        click = await mock_discord.click(publish_button(plan)["custom_id"], user=HUGO, message=plan)
+        done = await mock_discord.reply(click)
+        assert done["content"].startswith(f"Published {TAG}:")
+        assert dworld.public_files()
+        assert len(summary_posts(mock_discord)) == 1  # the restarted bot edits the same one
+    finally:
+        await second.stop()
+
+
+async def test_the_publish_button_says_expired_after_the_confirm_timeout(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    plan, second = await plan_then_restart(dworld, mock_discord)
+    try:
+        dworld.clock.advance(dworld.config.model.confirm_timeout + 1)
+        click = await mock_discord.click(publish_button(plan)["custom_id"], user=HUGO, message=plan)
+        answer = await mock_discord.reply(click)
+        assert private(answer)
+        assert "expired" in answer["content"]
+        assert f"type /publish {TAG} for a new plan" in answer["content"]
+        assert dworld.public_files() == set()
+    finally:
+        await second.stop()
+
+
+# -- one state, several platforms ------------------------------------------------------------
+
+
+async def test_a_claim_made_elsewhere_shows_in_the_discord_summary(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    platform = dworld.platform()
+    other = RecordingChat()
+    dworld.chat = FanoutChat([("discord", platform.chat), ("other", other)])  # type: ignore[assignment]
+    gate = dworld.start()
+    await platform.start(gate)
+    try:
+        dworld.stage(TAG)
+        reply = await gate.handle("console", "steve", f"/ready windows {TAG}")
+        assert not reply.private, reply.text
+        [embed] = only_summary(mock_discord)["embeds"]
+        assert embed["title"] == f"{TAG}: 1 of 4 roles ready; not publishable yet"
+        assert {"name": "windows: ready", "value": embed["fields"][2]["value"]} == {
+            k: embed["fields"][2][k] for k in ("name", "value")
+        }
+        assert embed["fields"][2]["value"].startswith("steve, ")
+        assert other.texts(other.posts[0].kind)[0].startswith(f"{TAG}: 1 of 4 roles ready")
+
+        await say(mock_discord, "ready", NED, role="macos", tag=TAG)
+        [embed] = only_summary(mock_discord)["embeds"]
+        assert embed["title"] == f"{TAG}: 2 of 4 roles ready; not publishable yet"
+        assert other.updates[-1][1].text.startswith(f"{TAG}: 2 of 4 roles ready")
+    finally:
+        await platform.stop()
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_from_config_without_the_token_names_the_key(
+    dworld: DiscordWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV)
+    with pytest.raises(ConfigError) as raised:
+        DiscordPlatform.from_config(dworld.config)
+    assert "discord.token_env" in str(raised.value)
+    assert TOKEN_ENV in str(raised.value)
