@@ -23,6 +23,7 @@ STEVE = "200000000000000002"  # windows
 NED = "300000000000000003"  # macos
 ALICE = "400000000000000004"  # RM of 3.14 too
 STRANGER = "999999999999999999"  # not in the config
+SLACK_STEVE = "U0STEVE"  # steve on Slack, for the test of both platforms on one state
 HOLDERS = {"source": HUGO, "docs": HUGO, "windows": STEVE, "macos": NED}
 
 DISCORD_TEAM_TOML = """
@@ -53,6 +54,7 @@ DISCORD_TEAM_TOML = """
     [people.steve]
     roles = ["windows"]
     discord = "{steve}"
+    slack = "{slack_steve}"
 
     [people.ned]
     roles = ["macos"]
@@ -75,6 +77,7 @@ class DiscordWorld(World):
             alice=ALICE,
             steve=STEVE,
             ned=NED,
+            slack_steve=SLACK_STEVE,
         )
         (root / "relbot.toml").write_text(toml, encoding="utf-8")
         self.config = load_config(root / "relbot.toml")

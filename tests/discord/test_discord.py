@@ -3,14 +3,19 @@ through the real discord.py client, over loopback, to a mock of Discord's API an
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
+from urllib.parse import urlencode
 
+import aiohttp
 import pytest
 
 from adapters.discord_app import DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
+from bot.messages import ChannelKind
 from tests.conftest import RecordingChat
 from tests.discord.conftest import (
     ALICE,
@@ -18,15 +23,17 @@ from tests.discord.conftest import (
     HOLDERS,
     HUGO,
     NED,
+    SLACK_STEVE,
     STEVE,
     STRANGER,
     TOKEN_ENV,
     DiscordWorld,
 )
-from tests.discord.mock_discord import APP_ID, EPHEMERAL, MockDiscord
+from tests.discord.mock_discord import APP_ID, EPHEMERAL, WAIT, MockDiscord
 
 TAG = "3.14.1"
 CHANNEL_MESSAGES = f"/channels/{CHANNEL}/messages"
+SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret
 
 
 async def say(mock: MockDiscord, name: str, user: str, **options: str) -> dict[str, Any]:
@@ -241,7 +248,49 @@ async def test_the_publish_button_says_expired_after_the_confirm_timeout(
 # -- one state, several platforms ------------------------------------------------------------
 
 
-async def test_a_claim_made_elsewhere_shows_in_the_discord_summary(
+async def test_a_claim_made_on_slack_shows_in_the_discord_summary_and_back(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    # Imported here: Slack's adapter and its mock are another module's; if they break, this
+    # test fails and the rest of the Discord suite still runs.
+    from adapters.slack import SlackPlatform
+    from tests.slack.mock_web_api import MockSlack
+
+    mock_slack = MockSlack()
+    await mock_slack.start()
+    slack = SlackPlatform(
+        bot_token="xoxb-relbot-test",
+        channel="C0RELEASE",
+        mode="http",
+        signing_secret=SLACK_SECRET,
+        port=0,
+        api_url=mock_slack.api_url,
+    )
+    discord = dworld.platform()
+    dworld.chat = FanoutChat([("slack", slack.chat), ("discord", discord.chat)])  # type: ignore[assignment]
+    gate = dworld.start()
+    await slack.start(gate)
+    await discord.start(gate)
+    try:
+        dworld.stage(TAG)
+        answer = await slack_command(slack, mock_slack, SLACK_STEVE, "/ready", f"windows {TAG}")
+        assert answer["text"].startswith(f"windows is ready for {TAG}"), answer
+        [embed] = only_summary(mock_discord)["embeds"]
+        assert embed["title"] == f"{TAG}: 1 of 4 roles ready; not publishable yet"
+        windows = embed["fields"][2]
+        assert windows["name"] == "windows: ready"
+        assert windows["value"].startswith("steve, ")
+
+        await say(mock_discord, "ready", NED, role="macos", tag=TAG)
+        [update] = [c.body for c in mock_slack.ok("chat.update")][-1:]
+        assert update["text"].startswith(f"{TAG}: 2 of 4 roles ready")
+    finally:
+        await discord.stop()
+        await slack.stop()
+        await mock_slack.stop()
+
+
+async def test_a_claim_shows_in_the_discord_summary_next_to_another_channel(
     dworld: DiscordWorld, mock_discord: MockDiscord
 ) -> None:
     platform = dworld.platform()
@@ -255,11 +304,8 @@ async def test_a_claim_made_elsewhere_shows_in_the_discord_summary(
         assert not reply.private, reply.text
         [embed] = only_summary(mock_discord)["embeds"]
         assert embed["title"] == f"{TAG}: 1 of 4 roles ready; not publishable yet"
-        assert {"name": "windows: ready", "value": embed["fields"][2]["value"]} == {
-            k: embed["fields"][2][k] for k in ("name", "value")
-        }
-        assert embed["fields"][2]["value"].startswith("steve, ")
-        assert other.texts(other.posts[0].kind)[0].startswith(f"{TAG}: 1 of 4 roles ready")
+        [summary] = other.posts
+        assert summary.kind is ChannelKind.SUMMARY and summary.text.startswith(embed["title"])
 
         await say(mock_discord, "ready", NED, role="macos", tag=TAG)
         [embed] = only_summary(mock_discord)["embeds"]
@@ -267,6 +313,46 @@ async def test_a_claim_made_elsewhere_shows_in_the_discord_summary(
         assert other.updates[-1][1].text.startswith(f"{TAG}: 2 of 4 roles ready")
     finally:
         await platform.stop()
+
+
+async def slack_command(
+    platform: Any, mock_slack: Any, user: str, command: str, text: str
+) -> dict[str, Any]:
+    """A slash command delivered to Slack's adapter as Slack delivers it (form-encoded, signed
+    with the app's signing secret); the answer it sent to the command's response_url."""
+    from slack_sdk.signature import SignatureVerifier
+
+    name = f"{command.strip('/')}-{user}"
+    body = urlencode(
+        {
+            "team_id": "T0TEAM",
+            "channel_id": "C0RELEASE",
+            "user_id": user,
+            "command": command,
+            "text": text,
+            "api_app_id": "A0RELBOT",
+            "response_url": mock_slack.response_url(name),
+            "trigger_id": "1.7.trigger",
+        }
+    )
+    stamp = str(int(time.time()))  # Slack's signatures carry the time they were made
+    signature = SignatureVerifier(SLACK_SECRET).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature,
+    }
+    url = f"http://127.0.0.1:{platform.port}/slack/events"
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WAIT)) as session,
+        session.post(url, data=body.encode(), headers=headers) as response,
+    ):
+        assert response.status == 200, await response.text()
+    async with asyncio.timeout(WAIT):
+        await platform.drain()
+    [*_, answer] = mock_slack.responses(name)
+    return dict(answer)
 
 
 # -- configuration ---------------------------------------------------------------------------
