@@ -1,0 +1,565 @@
+"""The Slack platform: slash commands into the gate, Block Kit out to the release channel.
+
+Built on slack-bolt's ``AsyncApp``. Socket Mode by default (an ``xapp-`` token, no public
+endpoint); HTTP mode serves ``/slack/events`` with aiohttp. Every request is acknowledged
+before any gate work, and the answer follows through the command's ``response_url``.
+This module translates and renders only: who may do what is decided by the gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Config
+from bot.domain.plan import PublishPlan
+from bot.domain.readiness import Readiness, RoleReadiness
+from bot.errors import ConfigError, RelbotError
+from bot.gate import Gate
+from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
+from bot.render import count, role_line, size_text, when
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+EVENTS_PATH = "/slack/events"
+DEFAULT_API_URL = "https://slack.com/api/"
+PUBLISH_ACTION = "relbot_publish"
+
+# Slash command → the verb the gate understands. Slack reserves /help for itself.
+COMMANDS: dict[str, str] = {
+    "/ready": "/ready",
+    "/unready": "/unready",
+    "/status": "/status",
+    "/hold": "/hold",
+    "/unhold": "/unhold",
+    "/publish": "/publish",
+    "/respin": "/respin",
+    "/relbot-help": "/help",
+}
+# Answers to questions stay with whoever asked; changes are shown to the channel.
+_QUESTIONS = frozenset({"/status", "/help"})
+
+# Block Kit limits (https://api.slack.com/reference/block-kit): a message may hold 50 blocks,
+# a section 3000 characters, a header 150, a button value 2000, a confirm dialog's text 300.
+MAX_BLOCKS = 50
+MAX_SECTION = 3000
+MAX_HEADER = 150
+MAX_BUTTON_VALUE = 2000
+MAX_DIALOG_TEXT = 300
+MAX_TEXT = 3000  # the notification fallback sent with blocks; Slack truncates past 40 000
+MAX_LISTED = 12  # files named per list before "…and N more"
+
+ROLE_ICONS = {"ready": "✅", "complete": "⏳", "incomplete": "❌", "withdrawn": "↩️"}
+
+Block = dict[str, Any]
+
+
+class SeenDeliveries:
+    """Ids of deliveries already handled, the oldest forgotten past ``size``.
+
+    Slack redelivers what it thinks was not acknowledged in time; a redelivery carries the
+    same ``event_id`` or ``trigger_id`` as the original.
+    """
+
+    def __init__(self, size: int = 2048) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def first_time(self, delivery: str) -> bool:
+        """True the first time ``delivery`` is seen, False for every repeat."""
+        if delivery in self._ids:
+            self._ids.move_to_end(delivery)
+            return False
+        self._ids[delivery] = None
+        if len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+        return True
+
+
+class SlackChat:
+    """The release channel on Slack: ``chat.postMessage`` returns the ``ts`` that
+    ``chat.update`` later edits (the readiness summary is edited in place)."""
+
+    def __init__(self, client: AsyncWebClient, channel: str) -> None:
+        self._client = client
+        self._channel = channel
+
+    async def post(self, message: ChannelMessage) -> str:
+        """Post ``message``; returns its ``ts``. Raises ``SlackApiError`` when Slack refuses."""
+        response = await self._client.chat_postMessage(
+            channel=self._channel, **channel_payload(message)
+        )
+        return str(response["ts"])
+
+    async def update(self, ref: str, message: ChannelMessage) -> None:
+        """Replace the message posted as ``ref``. Raises ``SlackApiError`` when Slack refuses."""
+        await self._client.chat_update(channel=self._channel, ts=ref, **channel_payload(message))
+
+
+class SlackPlatform:
+    """relbot on one Slack workspace: slash commands, the Publish button, the channel."""
+
+    name = PLATFORM
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        channel: str,
+        mode: Literal["socket", "http"] = "socket",
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        port: int = 3000,
+        host: str = "127.0.0.1",
+        api_url: str = DEFAULT_API_URL,
+        remembered_deliveries: int = 2048,
+    ) -> None:
+        if mode == "socket" and not app_token:
+            raise ConfigError("slack.app_token_env: Socket Mode needs an app-level token.")
+        if mode == "http" and not signing_secret:
+            raise ConfigError("slack.signing_secret_env: HTTP mode needs the signing secret.")
+        self.mode = mode
+        self.host = host
+        self.port = port  # with port 0, the port actually bound once started
+        self._bot_token = bot_token
+        self._app_token = app_token
+        self._api_url = api_url.rstrip("/") + "/"
+        self._client = AsyncWebClient(token=bot_token, base_url=self._api_url)
+        # slack-sdk retries only connection errors by default; ~1 message/s/channel is allowed.
+        self._client.retry_handlers = [
+            AsyncConnectionErrorRetryHandler(),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+        ]
+        self._chat = SlackChat(self._client, channel)
+        self._channel = channel
+        self._seen = SeenDeliveries(remembered_deliveries)
+        self._gate: Gate | None = None
+        self._running: set[asyncio.Task[Any]] = set()
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self.app = AsyncApp(
+            name="relbot",
+            client=self._client,
+            # Socket Mode requests are not signed; bolt only verifies HTTP ones.
+            signing_secret=signing_secret or "",
+        )
+        self.app.middleware(self._once)
+        for command in COMMANDS:
+            self.app.command(command)(self._on_command)
+        self.app.action(PUBLISH_ACTION)(self._on_publish_click)
+
+    @classmethod
+    def from_config(cls, config: Config) -> SlackPlatform:
+        """The platform of ``[slack]``; raises ConfigError naming the key of a missing secret."""
+        settings = config.model.slack
+        if settings is None:
+            raise ConfigError(f"{config.origin}: slack: the config has no [slack] table.")
+        bot_token = config.secret("slack.bot_token_env", settings.bot_token_env)
+        app_token = signing_secret = None
+        if settings.mode == "socket":
+            app_token = config.secret("slack.app_token_env", settings.app_token_env)
+        else:
+            signing_secret = config.secret("slack.signing_secret_env", settings.signing_secret_env)
+        return cls(
+            bot_token=bot_token,
+            channel=settings.channel,
+            mode=settings.mode,
+            app_token=app_token,
+            signing_secret=signing_secret,
+            port=settings.port,
+            api_url=settings.api_url,
+        )
+
+    @property
+    def chat(self) -> SlackChat:
+        return self._chat
+
+    async def start(self, gate: Gate) -> None:
+        """Connect (Socket Mode) or listen (HTTP mode); returns once commands can arrive."""
+        self._gate = gate
+        if self.mode == "socket":
+            self._socket = AsyncSocketModeHandler(self.app, self._app_token)
+            await self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
+            return
+        server = web.Application()
+        server.router.add_post(EVENTS_PATH, self._serve)
+        self._runner = web.AppRunner(server, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        bound = self._runner.addresses[0]
+        self.port = int(bound[1])
+        log.info("slack: listening on http://%s:%d%s", self.host, self.port, EVENTS_PATH)
+
+    async def stop(self) -> None:
+        """Stop taking requests, finish the commands under way, disconnect."""
+        if self._socket is not None:
+            await self._socket.disconnect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.drain()
+        if self._socket is not None:
+            await self._socket.close_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
+            self._socket = None
+        self._runner = None
+
+    async def drain(self) -> None:
+        """Wait until every command and click received so far has been answered."""
+        while self._running:
+            await asyncio.wait(set(self._running))
+
+    def check(self) -> list[str]:
+        """Problems reaching Slack: the bot token (and app token) refused, each with the fix."""
+        problems: list[str] = []
+        client = WebClient(token=self._bot_token, base_url=self._api_url)
+        try:
+            client.auth_test()
+        except SlackApiError as err:
+            problems.append(
+                f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
+                "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page."
+            )
+        except SlackClientError as err:
+            problems.append(f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__}).")
+        if self.mode == "socket" and not problems:
+            try:
+                client.apps_connections_open(app_token=self._app_token or "")
+            except SlackApiError as err:
+                problems.append(
+                    f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
+                    "create an app-level token with connections:write under Basic Information "
+                    "and enable Socket Mode."
+                )
+        return problems
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def _serve(self, request: web.Request) -> web.Response:
+        bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(bolt_response)
+
+    async def _once(
+        self,
+        body: dict[str, Any],
+        request: AsyncBoltRequest,
+        next: Callable[[], Awaitable[None]],  # bolt injects arguments by name
+    ) -> BoltResponse | None:
+        """Global middleware (after signature verification): a redelivery is acknowledged
+        and dropped, so every command acts once."""
+        delivery = _delivery_id(body)
+        retried = request.headers.get("x-slack-retry-num") is not None
+        if (delivery is None and retried) or (
+            delivery is not None and not self._seen.first_time(delivery)
+        ):
+            log.info("slack: dropped a repeated delivery (%s)", delivery or "retry")
+            return BoltResponse(status=200, body="")
+        await next()
+        return None
+
+    async def _on_command(
+        self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        self._track()
+        await ack()  # Slack wants an answer within 3 s; the gate may take longer
+        verb = COMMANDS[command["command"]]
+        text = str(command.get("text") or "").strip()
+        line = f"{verb} {text}" if text else verb
+        reply = await self._ask(str(command["user_id"]), line)
+        public = not reply.private and reply.confirm is None and verb not in _QUESTIONS
+        await self._respond(respond, reply_payload(reply), public=public)
+
+    async def _on_publish_click(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        """The plan's Publish button: the same line as a typed confirmation, so the gate
+        authorizes the click exactly like one."""
+        self._track()
+        await ack()
+        clicker = str(body["user"]["id"])
+        prompt = _prompt_from_button(action.get("value"))
+        if prompt is None:
+            reply = Reply(
+                "That button carries no publish plan; type /publish TAG for a new one.",
+                Tone.REFUSAL,
+            )
+            await self._respond(respond, reply_payload(reply))
+            return
+        progress = f"Publishing {prompt.tag}: confirmed by <@{clicker}>; checking staging…"
+        await self._respond(
+            respond, {"text": progress, "blocks": [_section(f"⏳ {progress}")]}, replace=True
+        )
+        reply = await self._ask(clicker, prompt.line)
+        await self._respond(respond, reply_payload(reply), replace=True)
+
+    async def _ask(self, user: str, line: str) -> Reply:
+        """The gate's answer; a failure inside relbot still gets the user an answer."""
+        assert self._gate is not None, "start() sets the gate"
+        try:
+            return await self._gate.handle(PLATFORM, user, line)
+        except RelbotError as err:
+            log.warning("slack: %s failed: %s", line.split()[0], err)
+            return Reply(str(err), Tone.REFUSAL)
+        except Exception:  # the user must hear back; the traceback goes to the log
+            log.exception("slack: %s failed", line.split()[0])
+            return Reply("relbot failed to carry that out; its log has the details.", Tone.REFUSAL)
+
+    async def _respond(
+        self,
+        respond: AsyncRespond,
+        payload: Mapping[str, Any],
+        *,
+        public: bool = False,
+        replace: bool = False,
+    ) -> None:
+        response = await respond(
+            text=payload["text"],
+            blocks=payload.get("blocks"),
+            response_type="in_channel" if public else "ephemeral",
+            replace_original=replace,
+        )
+        if response.status_code != 200:
+            log.warning("slack: response_url answered %d: %s", response.status_code, response.body)
+
+    def _track(self) -> None:
+        """Count the listener under way (bolt runs it as a task of its own) for ``drain``."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def channel_payload(message: ChannelMessage) -> dict[str, Any]:
+    """``text`` (and ``blocks`` for the summary) of a channel message."""
+    if message.kind is ChannelKind.SUMMARY and message.readiness is not None:
+        return {
+            "text": _clip(escape(message.text), MAX_TEXT),
+            "blocks": summary_blocks(message.text, message.readiness),
+        }
+    return {"text": escape(message.text)}
+
+
+def summary_blocks(text: str, readiness: Readiness) -> list[Block]:
+    """The readiness summary: a header, one section per role, then stray files, holds,
+    signatures and other blockers. ``text`` is the plain summary; its first line is the
+    headline (it says whether the release is publishable, publishing or published)."""
+    lines = text.splitlines()
+    blocks: list[Block] = [_header(lines[0])]
+    if len(lines) == 1:  # a published release: the headline says it all
+        return blocks
+    tag = str(readiness.tag)
+    blocks += [_section(_role_text(role, tag)) for role in readiness.roles]
+    if readiness.stray:
+        files = [f"`{escape(f.path)}` ({f.status.value})" for f in readiness.stray]
+        blocks.append(_section(_listing("🚫 *Unexpected in staging* (blocks publishing):", files)))
+    if readiness.holds:
+        holds = [
+            f"{escape(h.person)} since {when(h.at)}" + (f": {escape(h.reason)}" if h.reason else "")
+            for h in readiness.holds
+        ]
+        blocks.append(_section(_listing("🛑 *On hold*", holds)))
+    if readiness.signatures:
+        valid = len(readiness.signatures) - len(readiness.unsigned)
+        rule = "required" if readiness.signatures_required else "not required"
+        head = (
+            f"🔏 *Signatures*: {valid} of {count(len(readiness.signatures), 'file')} signed "
+            f"and valid ({rule})"
+        )
+        bad = [
+            f"`{escape(s.path)}`: {escape(s.reason or s.status.value)}" for s in readiness.unsigned
+        ]
+        blocks.append(_section(_listing(head, bad) if bad else head))
+    if readiness.extra_blockers:
+        blockers = [escape(b) for b in readiness.extra_blockers]
+        blocks.append(_section(_listing("⛔ *Blocked*", blockers)))
+    return _fit(blocks)
+
+
+def reply_payload(reply: Reply) -> dict[str, Any]:
+    """``text`` and ``blocks`` of the answer to one command (the plan gets its button)."""
+    if reply.plan is not None and reply.confirm is not None:
+        return {
+            "text": _clip(escape(reply.text), MAX_TEXT),
+            "blocks": plan_blocks(reply.plan, reply.confirm, reply.text),
+        }
+    icon = {Tone.REFUSAL: "❌ ", Tone.SUCCESS: "✅ "}.get(reply.tone, "")
+    lines = reply.text.splitlines() or [""]
+    if len(lines) == 1:
+        blocks = [_section(icon + escape(lines[0]))]
+    else:  # /status and /help: aligned columns, kept aligned in a code block
+        blocks = [_section(f"```{chunk}```") for chunk in _chunks(escape(reply.text))]
+    return {"text": _clip(escape(reply.text), MAX_TEXT), "blocks": _fit(blocks)}
+
+
+def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Block]:
+    """The publish plan for the RM: what goes where, and the Publish button with a confirm
+    dialog naming the tag. ``text`` is the plain plan; its confirm line says until when."""
+    tag = str(plan.tag)
+    files, size = count(len(plan.files), "file"), size_text(plan.total_size)
+    roles = []
+    for role, role_files in plan.by_role().items():
+        folders = sorted({f.target.rsplit("/", 1)[0] + "/" for f in role_files})
+        where = ", ".join(f"`{escape(folder)}`" for folder in folders[:MAX_LISTED])
+        more = f" …and {len(folders) - MAX_LISTED} more" if len(folders) > MAX_LISTED else ""
+        roles.append(
+            f"*{escape(role)}*: {count(len(role_files), 'file')}, "
+            f"{size_text(sum(f.size for f in role_files))} → {where}{more}"
+        )
+    typed = next((line for line in text.splitlines() if prompt.line in line), prompt.line)
+    value = json.dumps({"tag": prompt.tag, "code": prompt.code}, separators=(",", ":"))
+    assert len(value) <= MAX_BUTTON_VALUE, "a tag and a code are short"
+    dialog = (
+        f"All {files} of {tag} ({size}) become public now; then {tag} is registered and "
+        "announced. Published files cannot be taken back."
+    )
+    button: Block = {
+        "type": "button",
+        "action_id": PUBLISH_ACTION,
+        "text": _plain(f"Publish {tag}"),
+        "style": "primary",
+        "value": value,
+        "confirm": {
+            "title": _plain(_clip(f"Publish {tag}?", 100)),
+            "text": _plain(_clip(dialog, MAX_DIALOG_TEXT)),
+            "confirm": _plain(_clip(f"Publish {tag}", 30)),
+            "deny": _plain("Cancel"),
+            "style": "primary",
+        },
+    }
+    return _fit(
+        [
+            _header(f"Publish plan for {tag}: {files}, {size}"),
+            _section(_listing("Every file becomes public together:", roles)),
+            {"type": "actions", "block_id": PUBLISH_ACTION, "elements": [button]},
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": _clip(f"Or {escape(typed)}", 3000)}],
+            },
+        ]
+    )
+
+
+def _role_text(role: RoleReadiness, tag: str) -> str:
+    word, detail = role_line(role, tag)
+    head = f"{ROLE_ICONS.get(word, '•')} *{escape(role.role)}*: {word}"
+    if role.claim is not None and role.problems:
+        head += f" (claimed by {escape(role.claim.person)} at {when(role.claim.at)})"
+    if role.problems:
+        required = sum(1 for f in role.files if f.required)
+        problems = [f"`{escape(f.path)}` ({f.status.value})" for f in role.problems]
+        return _listing(f"{head}, {len(role.problems)} of {required} files not ready:", problems)
+    if role.claim is not None:
+        return f"{head}\nclaimed by {escape(detail)} at {when(role.claim.at)}"
+    return f"{head}\n{escape(detail)}"
+
+
+def _listing(head: str, items: Sequence[str]) -> str:
+    """``head`` and a bulleted list, cut to fit one section with "…and N more"."""
+    shown: list[str] = []
+    used = len(head)
+    for item in items:
+        line = f"\n• {item}"
+        if len(shown) == MAX_LISTED or used + len(line) > MAX_SECTION - 40:
+            break
+        shown.append(line)
+        used += len(line)
+    rest = len(items) - len(shown)
+    return head + "".join(shown) + (f"\n…and {rest} more" if rest else "")
+
+
+def _chunks(text: str, limit: int = MAX_SECTION - 6) -> Iterable[str]:
+    """``text`` in pieces of whole lines that fit a section (minus the code fences)."""
+    piece = ""
+    for line in text.splitlines():
+        line = _clip(line, limit)
+        if piece and len(piece) + 1 + len(line) > limit:
+            yield piece
+            piece = ""
+        piece = f"{piece}\n{line}" if piece else line
+    yield piece
+
+
+def _fit(blocks: list[Block]) -> list[Block]:
+    """At most 50 blocks: the last one says how many were left out."""
+    if len(blocks) <= MAX_BLOCKS:
+        return blocks
+    rest = len(blocks) - (MAX_BLOCKS - 1)
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {rest} more"}]}
+    return [*blocks[: MAX_BLOCKS - 1], note]
+
+
+def _header(text: str) -> Block:
+    return {"type": "header", "text": _plain(_clip(text, MAX_HEADER))}
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, MAX_SECTION)}}
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text, "emoji": True}
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters, so a file name or reason never becomes markup."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# -- small things ------------------------------------------------------------------------------
+
+
+def _prompt_from_button(value: object) -> ConfirmPrompt | None:
+    """The tag and code a Publish button carries, or None if it carries something else."""
+    try:
+        data = json.loads(str(value))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    tag, code = data.get("tag"), data.get("code")
+    if not isinstance(tag, str) or not isinstance(code, str):
+        return None
+    return ConfirmPrompt(tag, code)
+
+
+def _delivery_id(body: Mapping[str, Any]) -> str | None:
+    """What identifies one delivery across Slack's retries."""
+    for key in ("event_id", "trigger_id"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return f"{key}:{value}"
+    actions = body.get("actions")
+    if isinstance(actions, list) and actions and isinstance(actions[0], dict):
+        stamp = actions[0].get("action_ts")
+        if isinstance(stamp, str):
+            return f"action_ts:{stamp}"
+    return None
+
+
+def _error_code(err: SlackApiError) -> str:
+    return str(err.response.get("error", "error"))

@@ -1,0 +1,183 @@
+"""A local stand-in for Slack's servers: the Web API methods relbot calls, and the
+``response_url`` endpoints Slack hands out with each command and click.
+
+A real HTTP server on 127.0.0.1 that records every call and enforces what Slack enforces that
+matters here: a ``Bearer xoxb-…`` token, at most 50 blocks, 3000 characters per section, 150 per
+header, 2000 per button value; and, when told to, answers 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOT_USER = "U0RELBOT"
+TEAM = "T0TEAM"
+
+
+@dataclass
+class Call:
+    """One request as Slack would have received it; ``status`` is what it answered."""
+
+    path: str
+    body: dict[str, Any]
+    status: int = 200
+    error: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == 200 and self.error is None
+
+    @property
+    def method(self) -> str:
+        return self.path.removeprefix("/api/")
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        return list(self.body.get("blocks") or [])
+
+
+@dataclass
+class MockSlack:
+    calls: list[Call] = field(default_factory=list)
+    messages: dict[str, dict[str, Any]] = field(default_factory=dict)  # ts → latest body
+    url: str = ""
+    _rate_limited: dict[str, int] = field(default_factory=dict)
+    _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_post("/respond/{id}", self._respond)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- what tests use ----------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "/api/"
+
+    def response_url(self, name: str) -> str:
+        return f"{self.url}/respond/{name}"
+
+    def rate_limit(self, method: str, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` with 429 and ``Retry-After: 0``."""
+        self._rate_limited[method] = times
+
+    def ok(self, method: str) -> list[Call]:
+        """Calls of ``method`` (``chat.postMessage``, ``chat.update``) that Slack accepted."""
+        return [c for c in self.calls if c.method == method and c.accepted]
+
+    def responses(self, name: str) -> list[dict[str, Any]]:
+        """What relbot sent to one command's ``response_url``, in order."""
+        return [c.body for c in self.calls if c.path == f"/respond/{name}" and c.accepted]
+
+    async def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 20.0) -> None:
+        """Until ``predicate(self)`` holds (checked at every call); fails after ``timeout``."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: predicate(self)), timeout)
+
+    # -- Slack -------------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        body = await _body(request)
+        call = Call(request.path, body)
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer xoxb-"):
+            return await self._answer(call, 200, error="not_authed")
+        if self._rate_limited.get(method):
+            self._rate_limited[method] -= 1
+            return await self._answer(call, 429, error="ratelimited", headers={"Retry-After": "0"})
+        if method == "auth.test":
+            return await self._answer(
+                call, 200, user_id=BOT_USER, bot_id="B0RELBOT", team_id=TEAM, user="relbot"
+            )
+        if method not in ("chat.postMessage", "chat.update"):
+            return await self._answer(call, 404, error="unknown_method")
+        problem = block_problem(body.get("blocks"))
+        if problem is not None or not (body.get("text") or body.get("blocks")):
+            return await self._answer(call, 200, error=problem or "no_text")
+        if method == "chat.update":
+            ts = str(body.get("ts"))
+            if ts not in self.messages:
+                return await self._answer(call, 200, error="message_not_found")
+        else:
+            ts = f"1800000000.{next(self._ts):06d}"
+        self.messages[ts] = body
+        return await self._answer(call, 200, channel=body.get("channel"), ts=ts)
+
+    async def _respond(self, request: web.Request) -> web.Response:
+        call = Call(request.path, await _body(request))
+        problem = block_problem(call.body.get("blocks"))
+        if problem is not None:
+            call.status, call.error = 400, problem
+        await self._record(call)
+        return web.Response(status=call.status, text=problem or "ok")
+
+    async def _answer(
+        self,
+        call: Call,
+        status: int,
+        *,
+        error: str | None = None,
+        headers: dict[str, str] | None = None,
+        **fields: Any,
+    ) -> web.Response:
+        call.status, call.error = status, error
+        await self._record(call)
+        payload = {"ok": error is None, **({"error": error} if error else {}), **fields}
+        return web.json_response(payload, status=status, headers=headers)
+
+    async def _record(self, call: Call) -> None:
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+
+def block_problem(blocks: object) -> str | None:
+    """What Slack would answer ``invalid_blocks`` for, in the limits relbot can hit."""
+    if blocks is None:
+        return None
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    if not isinstance(blocks, list):
+        return "invalid_blocks: not a list"
+    if len(blocks) > 50:
+        return f"invalid_blocks: {len(blocks)} blocks, at most 50"
+    for block in blocks:
+        kind = block.get("type")
+        text = (block.get("text") or {}).get("text", "")
+        if kind == "section" and len(text) > 3000:
+            return f"invalid_blocks: section text of {len(text)} characters"
+        if kind == "header" and len(text) > 150:
+            return f"invalid_blocks: header of {len(text)} characters"
+        for element in block.get("elements", []):
+            if len(str(element.get("value", ""))) > 2000:
+                return "invalid_blocks: button value longer than 2000"
+    return None
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        data = await request.json()
+        return dict(data) if isinstance(data, dict) else {}
+    form = await request.post()
+    return {k: str(v) for k, v in form.items()}
