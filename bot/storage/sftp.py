@@ -228,6 +228,24 @@ class SftpStorage:
             known.update({p: hashed[fp] for p, fp in full.items() if p not in known})
         return {path: known[path] for path in paths}
 
+    def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
+        """A small staged file (a signature bundle), whole. Raises :class:`StorageError`
+        past ``limit`` bytes, or when it is missing or not a regular file (never followed)."""
+        full = _inside(self._release(tag), path)
+
+        def op(conn: _Connection) -> bytes:
+            attr = self._lstat(conn, full)
+            if attr is None or not stat.S_ISREG(attr.st_mode or 0):
+                raise StorageError(f"{path} is not a regular file in {self._release(tag)}.")
+            self.requests["read"] += 1
+            with conn.sftp.open(full, "rb") as f:
+                data = f.read(limit + 1)
+            if len(data) > limit:
+                raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
+            return data
+
+        return self._call(f"read {full}", op)
+
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages."""
         return f"{self._release(tag)}/"
@@ -738,14 +756,16 @@ class SftpStorage:
             self._connection = None
 
     def _connect(self) -> _Connection:
-        """Connect, retrying briefly on network errors (not on refused keys)."""
+        """Connect, retrying briefly on network errors (not on refused keys), within about
+        one ``connect_timeout`` in all: the caller (the scheduler) has its own backoff."""
+        deadline = time.monotonic() + self.connect_timeout
         for delay in (*_RECONNECT_DELAYS, None):
             try:
                 return self._open()
             except SshRefused:
                 raise
             except StagingUnreachable:
-                if delay is None:
+                if delay is None or time.monotonic() + delay > deadline:
                     raise
                 time.sleep(delay)
         raise AssertionError("unreachable")

@@ -186,7 +186,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
         storage.budget = k
         return storage
 
-    request.addfinalizer(lambda: [s.close() for s in made])
+    def close_all() -> None:
+        for storage in made:
+            storage.close()
+
+    request.addfinalizer(close_all)
     return Backend("sftp", staging, public, make, crashing_sftp)
 
 

@@ -180,6 +180,7 @@ def test_sshd_stopped_during_a_scan_is_unreachable_then_recovers_after_restart(
             return found  # type: ignore[return-value]
 
     storage = sftp_storage(own_sshd, staging, public, StopsServerMidScan)
+    assert isinstance(storage, StopsServerMidScan)
     with pytest.raises(StagingUnreachable) as lost:
         storage.list_staging(RC2)
     assert f"[127.0.0.1]:{own_sshd.port}" in str(lost.value)

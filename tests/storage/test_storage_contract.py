@@ -120,6 +120,15 @@ def test_digest_sees_a_changed_file(backend: Backend) -> None:
     )
 
 
+def test_read_returns_a_small_file_and_refuses_a_big_one(backend: Backend) -> None:
+    backend.write(TAG, "Python-3.14.0rc2.tgz.sigstore", b'{"bundle": 1}')
+    backend.write(TAG, "Python-3.14.0rc2.tgz", b"x" * 5000)
+    storage = backend.make()
+    assert storage.read(RC2, "Python-3.14.0rc2.tgz.sigstore", 100) == b'{"bundle": 1}'
+    with pytest.raises(StorageError, match="larger than 4,999 bytes"):
+        storage.read(RC2, "Python-3.14.0rc2.tgz", 4999)
+
+
 # -- promotion ----------------------------------------------------------------------------
 
 
