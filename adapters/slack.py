@@ -426,7 +426,9 @@ def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Blo
             f"*{escape(role)}*: {count(len(role_files), 'file')}, "
             f"{size_text(sum(f.size for f in role_files))} → {where}{more}"
         )
+    # The plain plan's last line says how long the code lasts; show it with the line as code.
     typed = next((line for line in text.splitlines() if prompt.line in line), prompt.line)
+    typed_line = escape(typed).replace(prompt.line, f"`{prompt.line}`")
     value = json.dumps({"tag": prompt.tag, "code": prompt.code}, separators=(",", ":"))
     assert len(value) <= MAX_BUTTON_VALUE, "a tag and a code are short"
     dialog = (
@@ -454,7 +456,7 @@ def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Blo
             {"type": "actions", "block_id": PUBLISH_ACTION, "elements": [button]},
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": _clip(f"Or {escape(typed)}", 3000)}],
+                "elements": [{"type": "mrkdwn", "text": _clip(typed_line, 3000)}],
             },
         ]
     )
@@ -470,7 +472,10 @@ def _role_text(role: RoleReadiness, tag: str) -> str:
         problems = [f"`{escape(f.path)}` ({f.status.value})" for f in role.problems]
         return _listing(f"{head}, {len(role.problems)} of {required} files not ready:", problems)
     if role.claim is not None:
-        return f"{head}\nclaimed by {escape(detail)} at {when(role.claim.at)}"
+        size = size_text(sum(f.size or 0 for f in role.present))
+        files = count(len(role.present), "file")
+        who = f"claimed by {escape(role.claim.person)} at {when(role.claim.at)}"
+        return f"{head}\n{who}: {files}, {size}"
     return f"{head}\n{escape(detail)}"
 
 

@@ -135,7 +135,7 @@ async def test_the_summary_shows_each_role_with_its_state(workspace: Workspace) 
     latest = ws.mock.messages[ws.mock.ok("chat.update")[-1].body["ts"]]
     text = block_texts(latest)
     assert latest["blocks"][0]["type"] == "header"
-    assert "✅ *source*: ready\nclaimed by hugo, 4 files" in text
+    assert "✅ *source*: ready\nclaimed by hugo at 2027-01-15 08:00 UTC: 4 files" in text
     assert "⏳ *docs*: complete" in text and "waiting for /ready docs 3.14.1" in text
     assert "❌ *macos*: incomplete, 1 of 1 files not ready:\n• `python-3.14.1-macos11.pkg`" in text
     assert "🛑 *On hold*\n• hugo since" in text and "waiting for the CVE fix" in text
