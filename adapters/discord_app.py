@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Self
 
+import aiohttp
 import discord
 import httpx
 import yarl
@@ -240,21 +241,28 @@ class DiscordPlatform:
         return self._client
 
     async def start(self, gate: Gate) -> None:
-        """Connect and return once Discord says READY; raises DiscordError when the token is
-        refused or the gateway cannot be reached."""
+        """Connect and return once Discord says READY; raises DiscordError (naming the key to
+        fix) when the token is refused or Discord cannot be reached."""
         self._gate = gate
+        try:
+            await self._connect()
+        except DiscordError:
+            await self.stop()
+            raise
+
+    async def _connect(self) -> None:
         self._point_at_api()
         try:
-            await self._client.login(self._token)
+            await self._client.login(self._token)  # then setup(): the commands are synced
         except discord.LoginFailure as err:
             raise DiscordError(
                 f"discord.token_env: Discord refused the token in {self._settings.token_env}; "
                 "copy the bot token again from the Developer Portal (Bot, Reset Token)."
             ) from err
-        except (discord.HTTPException, OSError) as err:
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as err:
             raise DiscordError(f"discord.api_url: cannot log in at {self._api}: {err}") from err
         # A plain Client dials its built-in gateway address; ask Discord where it is, as
-        # the documentation asks bots to (and as api_url needs, in tests).
+        # Discord asks bots to (and as api_url needs, in tests).
         try:
             _, gateway, _ = await self._client.http.get_bot_gateway()
         except discord.GatewayNotFound as err:
@@ -267,8 +275,8 @@ class DiscordPlatform:
         )
         if ready not in done:
             ready.cancel()
-            await self.stop()
-            cause = self._task.exception() if self._task.done() else None
+            ended = self._task.done() and not self._task.cancelled()
+            cause = self._task.exception() if ended else None
             raise DiscordError(
                 f"Discord's gateway at {gateway} did not say READY"
                 + (f": {cause}" if cause else f" within {READY_TIMEOUT:.0f} seconds")
@@ -286,8 +294,8 @@ class DiscordPlatform:
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._task, timeout=10)
-            except (discord.DiscordException, OSError, TimeoutError) as err:
-                log.warning("Discord gateway ended with %s", err)
+            except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as err:
+                log.warning("Discord's gateway connection ended with %s", err)
         if self._previous is not None:
             Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._previous
             self._previous = None
@@ -329,7 +337,14 @@ class DiscordPlatform:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
         client.add_dynamic_items(PublishButton)
-        await self._tree.sync(guild=self._guild)
+        try:
+            await self._tree.sync(guild=self._guild)
+        except discord.Forbidden as err:
+            raise DiscordError(
+                f"discord.guild: Discord does not let the bot register commands in server "
+                f"{self._settings.guild}; invite it there with the bot and applications.commands "
+                "scopes (docs/discord.md)."
+            ) from err
 
     def _point_at_api(self) -> None:
         if self._previous is None:

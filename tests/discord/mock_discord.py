@@ -247,8 +247,8 @@ class MockDiscord:
         return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
 
     async def _sync(self, request: web.Request, body: Any) -> web.Response:
-        if int(request.match_info["guild"]) != self.guild:
-            return _json({"message": "Unknown Guild", "code": 10004}, status=404)
+        if int(request.match_info["guild"]) != self.guild:  # a server the bot is not in
+            return _json({"message": "Missing Access", "code": 50001}, status=403)
         self.commands = [
             {
                 **command,

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord_app import DiscordError, DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
@@ -26,6 +26,7 @@ from tests.discord.conftest import (
     SLACK_STEVE,
     STEVE,
     STRANGER,
+    TOKEN,
     TOKEN_ENV,
     DiscordWorld,
 )
@@ -366,3 +367,55 @@ def test_from_config_without_the_token_names_the_key(
         DiscordPlatform.from_config(dworld.config)
     assert "discord.token_env" in str(raised.value)
     assert TOKEN_ENV in str(raised.value)
+
+
+async def test_check_passes_with_the_configured_token_and_channel(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    platform = DiscordPlatform.from_config(dworld.config)
+    assert await asyncio.to_thread(platform.check) == []
+    assert [c.path for c in mock_discord.calls] == ["/users/@me", f"/channels/{CHANNEL}"]
+
+
+async def test_check_names_the_key_of_a_refused_token_without_printing_it(
+    dworld: DiscordWorld, mock_discord: MockDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, "a-revoked-token")
+    platform = DiscordPlatform.from_config(dworld.config)
+    [problem] = await asyncio.to_thread(platform.check)
+    assert problem.startswith("discord.token_env: Discord refused the token in " + TOKEN_ENV)
+    assert "a-revoked-token" not in problem
+
+
+async def test_check_says_when_the_bot_cannot_see_the_channel(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    settings = dworld.config.model.discord
+    assert settings is not None
+    elsewhere = settings.model_copy(update={"channel": 123})
+    platform = DiscordPlatform(TOKEN, elsewhere, dworld.profile.roles)
+    [problem] = await asyncio.to_thread(platform.check)
+    assert problem.startswith("discord.channel: the bot cannot see channel 123")
+
+
+async def test_start_with_a_refused_token_names_the_key(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    settings = dworld.config.model.discord
+    assert settings is not None
+    platform = DiscordPlatform("a-revoked-token", settings, dworld.profile.roles)
+    with pytest.raises(DiscordError, match=r"^discord\.token_env: Discord refused the token"):
+        await platform.start(dworld.gate)
+    assert mock_discord.identifies == []
+
+
+async def test_start_in_a_server_the_bot_is_not_in_names_the_guild_key(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    settings = dworld.config.model.discord
+    assert settings is not None
+    elsewhere = settings.model_copy(update={"guild": 123})
+    platform = DiscordPlatform(TOKEN, elsewhere, dworld.profile.roles)
+    with pytest.raises(DiscordError, match=r"^discord\.guild: .* server 123"):
+        await platform.start(dworld.gate)
+    assert mock_discord.identifies == []
