@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.slack import (
+    COMMANDS,
     MAX_BLOCKS,
     MAX_SECTION,
     PUBLISH_ACTION,
@@ -441,3 +443,14 @@ async def test_check_reports_a_refused_bot_token(mock_slack: Any) -> None:
     (problem,) = await asyncio.to_thread(bad.check)
     assert problem.startswith("slack.bot_token_env: Slack refused the bot token (not_authed)")
     assert "xoxp-a-user-token" not in problem
+
+
+def test_the_app_manifest_declares_exactly_the_commands_relbot_answers() -> None:
+    manifest = Path(__file__).parents[2] / "deploy" / "slack-app-manifest.yml"
+    text = manifest.read_text(encoding="utf-8")
+    declared = re.findall(r"^\s*- command: (\S+)$", text, flags=re.MULTILINE)
+    assert declared == list(COMMANDS)
+    assert re.search(r"^\s*socket_mode_enabled: true$", text, flags=re.MULTILINE)
+    assert re.search(r"^\s*is_enabled: true\b", text, flags=re.MULTILINE)
+    scopes = re.findall(r"^\s*- ([a-z.]+:?[a-z.]*)\s+#", text, flags=re.MULTILINE)
+    assert scopes == ["commands", "chat:write"]
