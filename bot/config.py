@@ -8,9 +8,9 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from bot.domain.profile import Profile, load_profile
 from bot.errors import ConfigError
@@ -20,7 +20,12 @@ _BRANCH_RE = re.compile(r"\d+\.\d+")
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a TOML string or float is not silently turned into the int or bool a key needs
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# TOML has arrays, not tuples: the one place a list must be taken as a pair.
+Pair = Annotated[tuple[str, str], Strict(False)]
 
 
 class StorageConfig(_Section):
@@ -39,7 +44,7 @@ class StorageConfig(_Section):
 class SignaturesConfig(_Section):
     require: bool = False
     trusted_root: str = "production"
-    identities: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    identities: dict[str, Pair] = Field(default_factory=dict)
 
     @field_validator("identities")
     @classmethod

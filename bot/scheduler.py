@@ -38,10 +38,16 @@ class Poller:
 
     async def stop(self) -> None:
         """Stop scheduling and wait for a scan under way to finish."""
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+        if not self._scheduler.running:
+            return
+        self._scheduler.pause()  # no new scans
+        # A scan the scheduler has just handed to the loop has not taken the lock yet: let it
+        # start, so the lock below waits for it. Only then shut down: APScheduler's shutdown
+        # cancels the coroutine jobs still running.
+        for _ in range(3):
+            await asyncio.sleep(0)
         async with self._running:
-            pass
+            self._scheduler.shutdown(wait=False)
 
     async def _tick(self) -> None:
         async with self._running:

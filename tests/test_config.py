@@ -170,11 +170,6 @@ def test_a_wrong_type_is_one_error_naming_the_key(tmp_path: Path, text: str, key
     assert "\n" not in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the config model is validated in pydantic's lax mode, so a TOML string "
-    "or float is silently converted where an integer or a boolean is required",
-)
 @pytest.mark.parametrize(
     ("text", "key"),
     [

@@ -123,3 +123,18 @@ def test_a_state_file_from_a_newer_relbot_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(StorageError, match="newer relbot"):
         StateStore(path)
+
+
+@pytest.mark.parametrize("stdin", ["", "/ready source 3.14.1\n"])
+def test_end_of_input_finishes_the_scan_under_way_without_an_error(
+    tmp_path: Path, stdin: str
+) -> None:
+    for attempt in range(4):  # the first scan races the end of input: try it several times
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        result = subprocess.run(
+            [str(RELBOT), "run"], cwd=folder, input=stdin, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0
+        assert "Traceback" not in result.stderr and "ERROR" not in result.stderr, result.stderr

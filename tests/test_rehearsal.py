@@ -99,6 +99,10 @@ def test_full_rehearsal_publishes_every_file_in_one_step(tmp_path: Path) -> None
         ["relbot", "step-done"],
         ["relbot", "step-started"],
         ["relbot", "step-done"],
+        ["relbot", "step-started"],
+        ["relbot", "step-done"],
         ["relbot", "published"],
     ]
+    steps = [line.split()[3] for line in audit if line.split()[2] == "step-done"]
+    assert steps == ["promote:", "register:", "purge:", "announce:"]
     assert not CONFIRM.search("\n".join(audit)), "the audit trail must not show a usable code"

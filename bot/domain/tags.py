@@ -91,7 +91,12 @@ class ReleaseTag:
         return self._key() < other._key()
 
 
+_CODE_LIKE = re.compile(r"[A-Z0-9]{6,}")
+
+
 def quote_input(text: str, limit: int = 40) -> str:
-    """Quote user input for an error message, shortened and with control characters escaped."""
+    """Quote user input for an error message: shortened, control characters escaped, and
+    anything that looks like a confirmation code masked (refusals never show one)."""
     shown = text if len(text) <= limit else text[: limit - 1] + "…"
+    shown = _CODE_LIKE.sub("<…>", shown)
     return repr(shown) if not shown.isprintable() else f"'{shown}'"

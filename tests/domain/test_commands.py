@@ -225,10 +225,6 @@ def test_the_code_pattern_is_the_contract() -> None:
     assert not CODE_RE.fullmatch("K7Q2X")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: unknown verbs and roles are echoed verbatim (quote_input), code-like text too",
-)
 @pytest.mark.parametrize("line", ["/K7Q2XF", "/ready K7Q2XF 3.14.1"])
 def test_no_refusal_prints_something_that_looks_like_a_code(line: str) -> None:
     message = refusal(line)
