@@ -20,11 +20,15 @@ install: $(BIN)/relbot
 run: install
 	$(BIN)/relbot run
 
-# The SFTP tests start a real sshd on 127.0.0.1.
+# The SFTP tests start a real sshd on 127.0.0.1; the deploy tests verify the systemd unit.
 system-deps:
-	@test -x /usr/sbin/sshd || { \
+	@missing=""; \
+	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	if [ -n "$$missing" ]; then \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssh-server >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 lint: install
 	$(BIN)/ruff check bot adapters tests bench
