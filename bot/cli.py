@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.app import build_gate, build_registry, build_storage
+from bot.app import build_gate, build_registry, build_storage, build_verifier
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
@@ -253,18 +254,17 @@ def _audit(config: Config, args: argparse.Namespace) -> int:
 
 
 def _check(config: Config, args: argparse.Namespace) -> int:
+    """Every problem at once, each with its fix: one failing service does not hide the next."""
     problems: list[str] = []
-    try:
-        problems += build_storage(config).check()
-    except RelbotError as err:
-        problems.append(str(err))
-    try:
-        build_registry(config)
-    except RelbotError as err:
-        problems.append(str(err))
-    for name in config.platforms():
+    checks: list[Callable[[], list[str]]] = [
+        lambda: build_storage(config).check(),
+        functools.partial(_verifier_problems, config),
+        functools.partial(_registry_problems, config),
+        *(functools.partial(_platform_problems, config, name) for name in config.platforms()),
+    ]
+    for check in checks:
         try:
-            problems += _make_platform(config, name).check()
+            problems += check()
         except RelbotError as err:
             problems.append(str(err))
     if problems:
@@ -272,3 +272,17 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         return 1
     print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
+
+
+def _verifier_problems(config: Config) -> list[str]:
+    build_verifier(config)  # raises ConfigError when the trusted root cannot be loaded
+    return []
+
+
+def _registry_problems(config: Config) -> list[str]:
+    registry = build_registry(config)
+    return registry.check() if registry is not None else []
+
+
+def _platform_problems(config: Config, name: str) -> list[str]:
+    return _make_platform(config, name).check()
