@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import textwrap
 from pathlib import Path
@@ -454,3 +455,20 @@ def test_the_app_manifest_declares_exactly_the_commands_relbot_answers() -> None
     assert re.search(r"^\s*is_enabled: true\b", text, flags=re.MULTILINE)
     scopes = re.findall(r"^\s*- ([a-z.]+:?[a-z.]*)\s+#", text, flags=re.MULTILINE)
     assert scopes == ["commands", "chat:write"]
+
+
+async def test_no_secret_is_logged_or_sent(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    ws = workspace
+    ws.world.stage(TAG)
+    await ws.ready_all(TAG)
+    value = publish_button(await ws.answer(await ws.command(HUGO, "/publish", TAG)))["value"]
+    await ws.answer(await ws.click(HUGO, value))
+
+    assert caplog.text  # bolt and slack-sdk did log, at debug level
+    sent = json.dumps([c.body for c in ws.mock.calls])
+    for secret in (BOT_TOKEN, SIGNING_SECRET):
+        assert secret not in caplog.text
+        assert secret not in sent
