@@ -148,9 +148,16 @@ class Workspace:
         secret: str = SIGNING_SECRET,
     ) -> Sent:
         """A slash command, form-encoded with the fields Slack sends."""
+        name, fields = self.command_fields(user, command, text, trigger_id=trigger_id)
+        return await self.deliver(urlencode(fields), name, retry=retry, secret=secret)
+
+    def command_fields(
+        self, user: str, command: str, text: str = "", *, trigger_id: str | None = None
+    ) -> tuple[str, dict[str, str]]:
+        """The name of a new response URL, and the fields Slack sends with a slash command."""
         n = next(self._ids)
         name = f"command-{n}"
-        fields = {
+        return name, {
             "token": "legacy-verification-token",
             "team_id": TEAM,
             "team_domain": "python-release",
@@ -165,7 +172,6 @@ class Workspace:
             "response_url": self.mock.response_url(name),
             "trigger_id": trigger_id or f"{n}.{n * 7}.trigger",
         }
-        return await self.deliver(urlencode(fields), name, retry=retry, secret=secret)
 
     async def click(
         self,

@@ -1,7 +1,8 @@
 """A local stand-in for Slack's servers: the Web API methods relbot calls, and the
 ``response_url`` endpoints Slack hands out with each command and click.
 
-A real HTTP server on 127.0.0.1 that records every call and enforces what Slack enforces that
+A real HTTP server on 127.0.0.1 that records every call (and, for Socket Mode, a WebSocket
+that delivers envelopes and records their acknowledgements) and enforces what Slack enforces that
 matters here: a ``Bearer xoxb-…`` token, at most 50 blocks, 3000 characters per section, 150 per
 header, 2000 per button value; and, when told to, answers 429 with ``Retry-After``.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 BOT_USER = "U0RELBOT"
 TEAM = "T0TEAM"
@@ -52,11 +53,13 @@ class MockSlack:
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _runner: web.AppRunner | None = None
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list)
 
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
         app.router.add_post("/respond/{id}", self._respond)
+        app.router.add_get("/socket", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -65,6 +68,8 @@ class MockSlack:
         self.url = f"http://127.0.0.1:{port}"
 
     async def stop(self) -> None:
+        for socket in self._sockets:
+            await socket.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -89,6 +94,25 @@ class MockSlack:
         """What relbot sent to one command's ``response_url``, in order."""
         return [c.body for c in self.calls if c.path == f"/respond/{name}" and c.accepted]
 
+    async def send_envelope(
+        self, kind: str, payload: dict[str, Any], envelope_id: str, retry_attempt: int = 0
+    ) -> None:
+        """Deliver one Socket Mode envelope to the connected app, as Slack does."""
+        await self.wait_for(lambda mock: bool(mock._sockets))
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": retry_attempt,
+            "retry_reason": "timeout" if retry_attempt else "",
+        }
+        await self._sockets[-1].send_json(envelope)
+
+    def acks(self) -> list[str]:
+        """Envelope ids the Socket Mode app acknowledged, in order."""
+        return [str(c.body.get("envelope_id")) for c in self.calls if c.path == "/socket"]
+
     async def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 20.0) -> None:
         """Until ``predicate(self)`` holds (checked at every call); fails after ``timeout``."""
         async with self._changed:
@@ -101,11 +125,14 @@ class MockSlack:
         body = await _body(request)
         call = Call(request.path, body)
         auth = request.headers.get("Authorization", "")
-        if not auth.startswith("Bearer xoxb-"):
+        token_kind = "xapp-" if method == "apps.connections.open" else "xoxb-"
+        if not auth.startswith(f"Bearer {token_kind}"):
             return await self._answer(call, 200, error="not_authed")
         if self._rate_limited.get(method):
             self._rate_limited[method] -= 1
             return await self._answer(call, 429, error="ratelimited", headers={"Retry-After": "0"})
+        if method == "apps.connections.open":
+            return await self._answer(call, 200, url=self.url.replace("http", "ws") + "/socket")
         if method == "auth.test":
             return await self._answer(
                 call, 200, user_id=BOT_USER, bot_id="B0RELBOT", team_id=TEAM, user="relbot"
@@ -123,6 +150,18 @@ class MockSlack:
             ts = f"1800000000.{next(self._ts):06d}"
         self.messages[ts] = body
         return await self._answer(call, 200, channel=body.get("channel"), ts=ts)
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse(autoping=True)
+        await socket.prepare(request)
+        await socket.send_json({"type": "hello", "num_connections": 1})
+        async with self._changed:
+            self._sockets.append(socket)
+            self._changed.notify_all()
+        async for message in socket:
+            if message.type is WSMsgType.TEXT:
+                await self._record(Call("/socket", json.loads(message.data)))
+        return socket
 
     async def _respond(self, request: web.Request) -> web.Response:
         call = Call(request.path, await _body(request))

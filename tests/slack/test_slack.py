@@ -33,9 +33,10 @@ from tests.slack.conftest import (
     NED,
     SIGNING_SECRET,
     STEVE,
+    SlackWorld,
     Workspace,
 )
-from tests.slack.mock_web_api import block_problem
+from tests.slack.mock_web_api import MockSlack, block_problem
 
 TAG = "3.14.1"
 
@@ -425,7 +426,7 @@ def test_from_config_builds_socket_mode_by_default(
     assert (platform.name, platform.mode) == ("slack", "socket")
 
 
-async def test_check_reports_a_refused_bot_token(mock_slack: Any) -> None:
+async def test_check_reports_a_refused_bot_token(mock_slack: MockSlack) -> None:
     good = SlackPlatform(
         bot_token=BOT_TOKEN,
         channel=CHANNEL,
@@ -472,3 +473,37 @@ async def test_no_secret_is_logged_or_sent(
     for secret in (BOT_TOKEN, SIGNING_SECRET):
         assert secret not in caplog.text
         assert secret not in sent
+
+
+async def test_socket_mode_acknowledges_each_envelope_and_acts_once_on_a_redelivery(
+    tmp_path: Path, mock_slack: MockSlack
+) -> None:
+    platform = SlackPlatform(
+        bot_token=BOT_TOKEN,
+        channel=CHANNEL,
+        app_token="xapp-1-A0RELBOT-test",
+        api_url=mock_slack.api_url,
+    )
+    world = SlackWorld(tmp_path, platform.chat)
+    ws = Workspace(mock_slack, platform, world)
+    world.stage(TAG)
+    await platform.start(world.gate)
+    try:
+        name, fields = ws.command_fields(STEVE, "/hold", f"{TAG} signing key rotation")
+        await mock_slack.send_envelope("slash_commands", fields, "env-1")
+        await mock_slack.wait_for(lambda mock: mock.responses(name) != [])
+        # Slack did not see the acknowledgement in time and delivers the envelope again.
+        await mock_slack.send_envelope("slash_commands", fields, "env-2", retry_attempt=1)
+        await mock_slack.wait_for(lambda mock: mock.acks() == ["env-1", "env-2"])
+        await platform.drain()
+        assert world.events(TAG) == ["held"]
+    finally:
+        await platform.stop()
+        world.store.close()
+
+    (answer,) = mock_slack.responses(name)
+    assert answer["text"] == f"{TAG} is on hold; nothing is published until /unhold {TAG}."
+    notices = [
+        c.body["text"] for c in mock_slack.ok("chat.postMessage") if not c.body.get("blocks")
+    ]
+    assert notices == [f"steve put {TAG} on hold: signing key rotation. /unhold {TAG} lifts it."]
