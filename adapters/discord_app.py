@@ -25,7 +25,7 @@ from discord.http import Route
 
 from bot.config import Config, DiscordConfig
 from bot.domain.tags import ReleaseTag
-from bot.errors import RelbotError, StorageError
+from bot.errors import ConfigError, RelbotError, StorageError
 from bot.gate import Gate
 from bot.messages import ChannelKind, ChannelMessage, Reply, Tone
 from bot.render import role_line
@@ -176,7 +176,9 @@ class _Tree(app_commands.CommandTree[_Client]):
     async def on_error(
         self, interaction: discord.Interaction[_Client], error: app_commands.AppCommandError
     ) -> None:
-        log.error("Discord command %s failed", interaction.data, exc_info=error)
+        # The command's name only: its options may hold a confirmation code.
+        name = interaction.command.qualified_name if interaction.command else "?"
+        log.error("Discord command /%s failed", name, exc_info=error)
         text = "relbot hit an internal error answering this; the bot's log has the details."
         if interaction.response.is_done():
             await interaction.followup.send(text, ephemeral=True)
@@ -228,17 +230,13 @@ class DiscordPlatform:
         the token's environment variable is not set."""
         settings = config.model.discord
         if settings is None:
-            raise RelbotError("The config has no [discord] table.")
+            raise ConfigError(f"{config.origin}: discord: the config has no [discord] table.")
         token = config.secret("discord.token_env", settings.token_env)
         return cls(token, settings, config.profile.roles)
 
     @property
     def chat(self) -> DiscordChat:
         return self._chat
-
-    @property
-    def client(self) -> discord.Client:
-        return self._client
 
     async def start(self, gate: Gate) -> None:
         """Connect and return once Discord says READY; raises DiscordError (naming the key to
