@@ -281,9 +281,11 @@ class SlackPlatform:
         self._track()
         await ack()  # Slack wants an answer within 3 s; the gate may take longer
         verb = COMMANDS[command["command"]]
-        text = str(command.get("text") or "").strip()
+        text = unescape(str(command.get("text") or "")).strip()
         line = f"{verb} {text}" if text else verb
         reply = await self._ask(str(command["user_id"]), line)
+        if verb == "/help":  # Slack keeps /help for itself: name the command that works here
+            reply = Reply(reply.text.replace("/help", "/relbot-help"), reply.tone)
         public = not reply.private and reply.confirm is None and verb not in _QUESTIONS
         await self._respond(respond, reply_payload(reply), public=public)
 
@@ -533,6 +535,11 @@ def _clip(text: str, limit: int) -> str:
 def escape(text: str) -> str:
     """Slack's three control characters, so a file name or reason never becomes markup."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unescape(text: str) -> str:
+    """What was typed: Slack sends ``&``, ``<`` and ``>`` of a command's text escaped."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 # -- small things ------------------------------------------------------------------------------

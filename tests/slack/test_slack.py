@@ -23,6 +23,7 @@ from adapters.slack import (
 )
 from bot.config import load_config
 from bot.domain.history import EventKind
+from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
 from tests.slack.conftest import (
     ALICE,
@@ -365,10 +366,30 @@ async def test_an_unknown_slack_user_is_told_they_are_not_on_the_team_with_their
     assert ws.world.events(TAG, EventKind.CLAIMED) == []
 
 
-async def test_help_is_answered_to_whoever_asked(workspace: Workspace) -> None:
+async def test_help_is_answered_to_whoever_asked_naming_relbot_help(
+    workspace: Workspace,
+) -> None:
     answer = await workspace.answer(await workspace.command("U0STRANGER", "/relbot-help"))
     assert answer["response_type"] == "ephemeral"
     assert "/ready ROLE TAG" in block_texts(answer)
+    assert "/relbot-help" in block_texts(answer)
+    assert " /help" not in block_texts(answer)
+
+
+async def test_text_is_unescaped_coming_in_and_escaped_going_out(workspace: Workspace) -> None:
+    ws = workspace
+    ws.world.stage(TAG)
+    # Slack escapes &, < and > in a command's text; the reason is recorded as typed.
+    await ws.answer(await ws.command(NED, "/hold", f"{TAG} notarize &lt;pkg&gt; &amp; retry"))
+
+    hold = ws.world.store.release(ReleaseTag.parse(TAG)).holds["ned"]
+    assert hold.reason == "notarize <pkg> & retry"
+    notices = [c.body["text"] for c in ws.mock.ok("chat.postMessage") if not c.body.get("blocks")]
+    assert notices == [
+        f"ned put {TAG} on hold: notarize &lt;pkg&gt; &amp; retry. /unhold {TAG} lifts it."
+    ]
+    (summary,) = summaries(ws)
+    assert "notarize &lt;pkg&gt; &amp; retry" in block_texts(summary)
 
 
 # -- configuration --------------------------------------------------------------------------------
