@@ -47,7 +47,10 @@ class LocalStorage:
 
     def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
         root = self.staging / str(tag)
-        return {path: _sha256(_inside(root, path)) for path in paths}
+        try:
+            return {path: _sha256(_inside(root, path)) for path in paths}
+        except OSError as err:
+            raise StorageError(f"Cannot read {err.filename}: {err.strerror}.") from err
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         file = _inside(self.staging / str(tag), path)
@@ -115,6 +118,10 @@ class LocalStorage:
         planned content; a file in neither place means the plan cannot be completed."""
         for f in plan.files:
             source, target = _inside(root, f.path), _inside(self.public, f.target)
+            if source.is_symlink():
+                raise StorageError(
+                    f"{f.path} is a symbolic link; only regular files are published."
+                )
             if target.exists():
                 if _sha256(target) != f.sha256:
                     raise PromotionConflict(

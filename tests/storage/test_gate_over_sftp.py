@@ -1,0 +1,130 @@
+"""The whole gate on the real download-server path: SFTP storage against a real sshd."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from bot.demo import stage_demo
+from bot.domain.history import EventKind
+from bot.domain.profile import load_profile
+from bot.gate import PIPELINE
+from bot.messages import ChannelKind
+from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
+from tests.conftest import World
+from tests.sshd import SshServer
+from tests.storage.conftest import sftp_storage
+
+RELBOT = Path(sys.executable).with_name("relbot")
+CONFIRM = re.compile(r"/publish 3\.14\.1 confirm [A-Z0-9]{6,12}")
+
+
+def test_console_rehearsal_over_sftp_publishes_every_file(tmp_path: Path, sshd: SshServer) -> None:
+    staging, public = tmp_path / "srv" / "staging", tmp_path / "srv" / "public"
+    (tmp_path / "relbot.toml").write_text(
+        textwrap.dedent(f"""
+        [storage]
+        kind = "sftp"
+        host = "127.0.0.1"
+        port = {sshd.port}
+        user = "{sshd.user}"
+        key_file = "{sshd.client_key}"
+        known_hosts = "{sshd.known_hosts}"
+        staging = "{staging}"
+        public = "{public}"
+
+        [people.hugo]
+        rm = ["3.14"]
+        roles = ["source", "docs", "windows", "macos"]
+        """)
+    )
+    staged = stage_demo(staging, load_profile("cpython"))
+    check = subprocess.run(
+        [str(RELBOT), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stderr
+    bot = subprocess.Popen(
+        [str(RELBOT), "run"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert bot.stdin is not None and bot.stdout is not None
+    lines = [f"/ready {role} 3.14.1" for role in ("source", "docs", "windows", "macos")]
+    bot.stdin.write("\n".join([*lines, "/publish 3.14.1"]) + "\n")
+    bot.stdin.flush()
+    seen = []
+    for line in bot.stdout:
+        seen.append(line)
+        if match := CONFIRM.search(line):
+            break
+    else:
+        raise AssertionError("".join(seen))
+    out, err = bot.communicate(match.group(0) + "\n", timeout=120)
+    assert bot.returncode == 0, err
+    assert "Published 3.14.1: 19 files are public." in out
+    published = {p.name for p in public.rglob("*") if p.is_file()}
+    assert published == {p.name for p in staged}
+    assert not (staging / "3.14.1").exists()
+
+
+def sftp_world(tmp_path: Path, server: SshServer, cls: type[SftpStorage] = SftpStorage) -> World:
+    world = World(tmp_path)
+    world.storage = sftp_storage(server, world.staging, world.public, cls)  # type: ignore[assignment]
+    world.start()
+    return world
+
+
+async def test_sshd_stopped_during_scans_gives_one_notice_and_one_recovery(
+    tmp_path: Path, own_sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, own_sshd)
+    world.stage("3.14.1")
+    await world.gate.scan()
+    own_sshd.stop()
+    for _ in range(5):
+        await world.gate.scan()
+    own_sshd.start()
+    for _ in range(12):
+        await world.gate.scan()
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert sum("Cannot scan staging" in n for n in notices) == 1, notices
+    assert sum("reachable again" in n for n in notices) == 1, notices
+
+
+class DroppedMidPublish(SftpStorage):
+    """The server goes away just as the batch of moves starts."""
+
+    server: SshServer
+
+    def _run_batch(
+        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
+    ) -> tuple[int, int]:
+        self.server.stop()
+        return super()._run_batch(conn, moves, touched)
+
+
+async def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_once(
+    tmp_path: Path, own_sshd: SshServer
+) -> None:
+    DroppedMidPublish.server = own_sshd
+    world = sftp_world(tmp_path, own_sshd)
+    (world.public / "3.14.0").mkdir(parents=True)  # a prerelease: the per-file batch
+    (world.public / "3.14.0" / "python-3.14.0b3.exe").write_text("b3")
+    staged = world.stage("3.14.0rc1")
+    await world.ready_all("3.14.0rc1")
+    line = await world.plan("3.14.0rc1")
+    world.start(sftp_storage(own_sshd, world.staging, world.public, DroppedMidPublish))  # type: ignore[arg-type]
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text
+    assert any("stopped at promote" in n for n in world.chat.texts(ChannelKind.NOTICE))
+
+    own_sshd.start()
+    world.start()  # restarted bot with a plain SFTP storage
+    await world.gate.scan()
+    public = world.public_files() - {"3.14.0/python-3.14.0b3.exe"}
+    assert len(public) == len(staged)
+    assert world.staged_files("3.14.0rc1") == set()
+    assert world.events("3.14.0rc1", EventKind.PUBLISHED) == ["published"]
+    assert world.events("3.14.0rc1", EventKind.STEP_DONE).count("step-done") == len(PIPELINE)
