@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +14,7 @@ from bot.domain.profile import load_profile
 from bot.messages import ChannelKind
 from bot.registry import PydotorgRegistry, RetryPolicy
 from tests.conftest import World
+from tests.console_driver import publish_through_console
 from tests.doubles.pydotorg import PydotorgDouble
 
 KEY = "s3cr3t-api-key-value"
@@ -95,10 +92,6 @@ async def test_registration_failing_midway_resumes_and_completes_exactly_once(
     assert 0 not in api.counts_after_writes("Python 3.14.1")
 
 
-RELBOT = Path(sys.executable).with_name("relbot")
-CONFIRM = re.compile(r"/publish 3\.14\.1 confirm [A-Z0-9]{6,12}")
-
-
 def test_console_rehearsal_registers_every_file_and_never_shows_the_key(
     tmp_path: Path, api: PydotorgDouble
 ) -> None:
@@ -120,30 +113,17 @@ def test_console_rehearsal_registers_every_file_and_never_shows_the_key(
     )
     staging = tmp_path / "relbot-data" / "staging" / "3.14.1"
     stage_demo(staging.parent, load_profile("cpython"))
-    env = {**os.environ, "RELBOT_TEST_PYDOTORG": f"rm:{KEY}"}
     lines = [f"/ready {role} 3.14.1" for role in ("source", "docs", "windows", "macos")]
-    bot = subprocess.Popen(
-        [str(RELBOT), "run", "--log-level", "debug"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    session = publish_through_console(
+        tmp_path,
+        [*lines, "/publish 3.14.1"],
+        "3.14.1",
+        env={"RELBOT_TEST_PYDOTORG": f"rm:{KEY}"},
+        args=["--log-level", "debug"],
     )
-    assert bot.stdin is not None and bot.stdout is not None
-    bot.stdin.write("\n".join([*lines, "/publish 3.14.1"]) + "\n")
-    bot.stdin.flush()
-    seen = []
-    for out in bot.stdout:
-        seen.append(out)
-        if match := CONFIRM.search(out):
-            break
-    else:
-        raise AssertionError("".join(seen))
-    out, err = bot.communicate(match.group(0) + "\n", timeout=60)
-    assert bot.returncode == 0, err
-    assert "Published 3.14.1" in out
+    assert session.returncode == 0, session.stderr
+    assert "Published 3.14.1" in session.after_confirm
     assert len(api.files("Python 3.14.1")) == 12
     assert api.purges == ["/downloads/", "/ftp/python/3.14.1/"]
-    assert KEY not in out + err + "".join(seen)
+    everything = session.before_confirm + session.after_confirm + session.stderr
+    assert "DEBUG" in session.stderr and KEY not in everything

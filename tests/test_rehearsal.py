@@ -10,8 +10,9 @@ import sys
 import threading
 from pathlib import Path
 
+from tests.console_driver import publish_through_console
+
 RELBOT = Path(sys.executable).with_name("relbot")
-CONFIRM = re.compile(r"/publish 3\.14\.1 confirm [A-Z0-9]{6,12}")
 
 
 class Observer(threading.Thread):
@@ -33,19 +34,16 @@ class Observer(threading.Thread):
 
 
 def test_full_rehearsal_publishes_every_file_in_one_step(tmp_path: Path) -> None:
-    bot = subprocess.Popen(
-        [str(RELBOT), "run"],
-        cwd=tmp_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert bot.stdin is not None and bot.stdout is not None
     staging = tmp_path / "relbot-data" / "staging" / "3.14.1"
     public = tmp_path / "relbot-data" / "public"
     observer = Observer(public / "3.14.1", public / "doc" / "3.14.1")
     observer.start()
+    staged: list[str] = []
+
+    def at_plan() -> None:
+        staged.extend(sorted(p.name for p in staging.rglob("*") if p.is_file()))
+        assert len(staged) == 19 and not public.exists()
+
     lines = [
         "/ready source 3.14.1",
         "/ready docs 3.14.1",
@@ -56,24 +54,11 @@ def test_full_rehearsal_publishes_every_file_in_one_step(tmp_path: Path) -> None
         "/as hugo",
         "/publish 3.14.1",
     ]
-    bot.stdin.write("\n".join(lines) + "\n")
-    bot.stdin.flush()
-    transcript = []
-    for line in bot.stdout:
-        transcript.append(line)
-        if match := CONFIRM.search(line):
-            break
-    else:
-        raise AssertionError("no confirm line in:\n" + "".join(transcript))
-    staged = sorted(p.name for p in staging.rglob("*") if p.is_file())
-    assert len(staged) == 19 and not public.exists()
-
-    bot.stdin.write(match.group(0) + "\n")
-    bot.stdin.close()
-    rest = bot.stdout.read()
-    assert bot.wait(timeout=30) == 0, bot.stderr.read() if bot.stderr else ""
+    session = publish_through_console(tmp_path, lines, "3.14.1", at_plan=at_plan)
+    assert session.returncode == 0, session.stderr
     observer.stop.set()
     observer.join()
+    rest = session.after_confirm
 
     assert "Published 3.14.1: 19 files are public." in rest
     assert observer.seen[0] == {0, 12}, "the 3.14.1/ folder was seen partially filled"
@@ -105,4 +90,4 @@ def test_full_rehearsal_publishes_every_file_in_one_step(tmp_path: Path) -> None
     ]
     steps = [line.split()[3] for line in audit if line.split()[2] == "step-done"]
     assert steps == ["promote:", "register:", "purge:", "announce:"]
-    assert not CONFIRM.search("\n".join(audit)), "the audit trail must not show a usable code"
+    assert not re.search(r"confirm [A-Z0-9]{6,12}", "\n".join(audit)), "the audit shows a code"

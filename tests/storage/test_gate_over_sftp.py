@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,11 +13,9 @@ from bot.gate import PIPELINE
 from bot.messages import ChannelKind
 from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
 from tests.conftest import World
+from tests.console_driver import RELBOT, publish_through_console
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
-
-RELBOT = Path(sys.executable).with_name("relbot")
-CONFIRM = re.compile(r"/publish 3\.14\.1 confirm [A-Z0-9]{6,12}")
 
 
 def test_console_rehearsal_over_sftp_publishes_every_file(tmp_path: Path, sshd: SshServer) -> None:
@@ -46,24 +42,10 @@ def test_console_rehearsal_over_sftp_publishes_every_file(tmp_path: Path, sshd: 
         [str(RELBOT), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert check.returncode == 0, check.stderr
-    bot = subprocess.Popen(
-        [str(RELBOT), "run"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert bot.stdin is not None and bot.stdout is not None
     lines = [f"/ready {role} 3.14.1" for role in ("source", "docs", "windows", "macos")]
-    bot.stdin.write("\n".join([*lines, "/publish 3.14.1"]) + "\n")
-    bot.stdin.flush()
-    seen = []
-    for line in bot.stdout:
-        seen.append(line)
-        if match := CONFIRM.search(line):
-            break
-    else:
-        raise AssertionError("".join(seen))
-    out, err = bot.communicate(match.group(0) + "\n", timeout=120)
-    assert bot.returncode == 0, err
-    assert "Published 3.14.1: 19 files are public." in out
+    session = publish_through_console(tmp_path, [*lines, "/publish 3.14.1"], "3.14.1")
+    assert session.returncode == 0, session.stderr
+    assert "Published 3.14.1: 19 files are public." in session.after_confirm
     published = {p.name for p in public.rglob("*") if p.is_file()}
     assert published == {p.name for p in staged}
     assert not (staging / "3.14.1").exists()
