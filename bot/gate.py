@@ -177,7 +177,7 @@ class Gate:
 
     async def resume(self) -> None:
         """Finish publishes that a crash or an outage interrupted (the journal says where)."""
-        for tag in self.store.tags():
+        for tag in self.store.open_tags():
             state = self.store.release(tag)
             if state.publishing is not None and not state.is_published:
                 async with self._lock(tag):
@@ -613,7 +613,7 @@ class Gate:
                 tags.add(ReleaseTag.parse(name))
             except RelbotError:
                 continue  # a folder that is not a release: not ours to judge
-        tags.update(t for t in self.store.tags() if not self.store.release(t).is_published)
+        tags.update(self.store.open_tags())
         return sorted(tags)
 
     # -- channel -----------------------------------------------------------------------------

@@ -107,6 +107,15 @@ class StateStore:
     def release(self, tag: ReleaseTag) -> ReleaseState:
         return fold(tag, self.events(tag))
 
+    def open_tags(self) -> list[ReleaseTag]:
+        """Tags someone acted on (a refused command does not count) and not yet published."""
+        rows = self._db.execute(
+            "SELECT DISTINCT tag FROM events WHERE kind != ? AND tag NOT IN "
+            "(SELECT tag FROM events WHERE kind = ?)",
+            (EventKind.REFUSED.value, EventKind.PUBLISHED.value),
+        )
+        return sorted(ReleaseTag.parse(row[0]) for row in rows)
+
     def tags(self) -> list[ReleaseTag]:
         """Every tag the log mentions."""
         rows = self._db.execute("SELECT DISTINCT tag FROM events")

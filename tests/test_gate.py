@@ -454,3 +454,11 @@ async def test_malformed_commands_get_one_clear_sentence_and_change_nothing(
     assert_refused(reply.text, reply.private, fragment)
     assert len(reply.text) < 300 and reply.text.count("\n") == 0
     assert world.store.tags() == []
+
+
+async def test_a_refused_command_for_an_unknown_release_opens_no_release(world: World) -> None:
+    await world.gate.handle("slack", "U999", "/ready macos 3.14.7")
+    await world.gate.scan()
+    assert world.chat.posts == []
+    status = await world.say("eve", "/status")
+    assert status.text.startswith("No open releases")
