@@ -150,7 +150,6 @@ class SlackPlatform:
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         ]
         self._chat = SlackChat(self._client, channel)
-        self._channel = channel
         self._seen = SeenDeliveries(remembered_deliveries)
         self._gate: Gate | None = None
         self._running: set[asyncio.Task[Any]] = set()
