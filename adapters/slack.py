@@ -353,7 +353,7 @@ class SlackPlatform:
 
 def channel_payload(message: ChannelMessage) -> dict[str, Any]:
     """``text`` (and ``blocks`` for the summary) of a channel message."""
-    if message.kind is ChannelKind.SUMMARY and message.readiness is not None:
+    if message.kind is ChannelKind.SUMMARY:
         return {
             "text": _clip(escape(message.text), MAX_TEXT),
             "blocks": summary_blocks(message.text, message.readiness),
@@ -361,13 +361,14 @@ def channel_payload(message: ChannelMessage) -> dict[str, Any]:
     return {"text": escape(message.text)}
 
 
-def summary_blocks(text: str, readiness: Readiness) -> list[Block]:
+def summary_blocks(text: str, readiness: Readiness | None) -> list[Block]:
     """The readiness summary: a header, one section per role, then stray files, holds,
     signatures and other blockers. ``text`` is the plain summary; its first line is the
-    headline (it says whether the release is publishable, publishing or published)."""
-    lines = text.splitlines()
+    headline (it says whether the release is publishable, publishing or published). A
+    published release comes without readiness: the headline says it all."""
+    lines = text.splitlines() or [""]
     blocks: list[Block] = [_header(lines[0])]
-    if len(lines) == 1:  # a published release: the headline says it all
+    if readiness is None:
         return blocks
     tag = str(readiness.tag)
     blocks += [_section(_role_text(role, tag)) for role in readiness.roles]

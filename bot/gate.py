@@ -629,7 +629,9 @@ class Gate:
         text = summary_text(readiness, state)
         if text == seen.summary_text:
             return
-        message = ChannelMessage(ChannelKind.SUMMARY, str(readiness.tag), text, readiness)
+        # A published release has nothing left to break down: the headline says it all.
+        shown = None if state.is_published else readiness
+        message = ChannelMessage(ChannelKind.SUMMARY, str(readiness.tag), text, shown)
         ref = seen.summary_ref or self.store.summary_ref(readiness.tag)
         if ref is None:
             seen.summary_ref = await self.chat.post(message)

@@ -51,7 +51,8 @@ class ChannelKind(StrEnum):
 
 @dataclass(frozen=True)
 class ChannelMessage:
-    """A post in the release channel."""
+    """A post in the release channel. A summary carries the readiness it shows, except once
+    the release is published."""
 
     kind: ChannelKind
     tag: str | None
