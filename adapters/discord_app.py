@@ -24,6 +24,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from bot.config import Config, DiscordConfig
+from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.gate import Gate
@@ -80,13 +81,12 @@ def _channel_payload(message: ChannelMessage) -> dict[str, Any]:
 
 def summary_embed(message: ChannelMessage) -> discord.Embed:
     """The readiness summary as an embed: the headline as title, one field per role, and the
-    summary's further lines (stray files, holds, signatures) as the description."""
+    summary's lines after the roles (stray files, holds, signatures) as the description. A
+    published release's summary carries no readiness: its headline is all there is."""
     lines = message.text.splitlines() or [message.tag or "relbot"]
     readiness = message.readiness
-    # A summary of one line has no role breakdown: the release is published.
-    breakdown = readiness is not None and len(lines) > 1
-    embed = discord.Embed(title=_clip(lines[0], MAX_TITLE), colour=_colour(message, breakdown))
-    if readiness is None or not breakdown:
+    embed = discord.Embed(title=_clip(lines[0], MAX_TITLE), colour=_colour(readiness))
+    if readiness is None:
         return embed
     for role in readiness.roles:
         word, detail = role_line(role, str(readiness.tag))
@@ -101,9 +101,8 @@ def summary_embed(message: ChannelMessage) -> discord.Embed:
     return embed
 
 
-def _colour(message: ChannelMessage, breakdown: bool) -> discord.Colour:
-    readiness = message.readiness
-    if readiness is None or not breakdown or readiness.publishable:
+def _colour(readiness: Readiness | None) -> discord.Colour:
+    if readiness is None or readiness.publishable:  # published, or ready to be
         return discord.Colour.green()
     if readiness.holds:
         return discord.Colour.red()
@@ -390,7 +389,7 @@ class DiscordPlatform:
             names = set(await asyncio.to_thread(gate.storage.staged_tags))
         except StorageError:
             names = set()
-        names.update(str(t) for t in gate.store.tags() if not gate.store.release(t).is_published)
+        names.update(str(t) for t in gate.store.open_tags())
         tags = sorted(_tags(names), reverse=True)
         wanted = current.strip().lower()
         return [

@@ -149,6 +149,21 @@ async def test_tag_autocomplete_offers_open_releases(
     assert answer["data"]["choices"] == [{"name": "3.14.1", "value": "3.14.1"}]
 
 
+async def test_a_hold_is_a_notice_and_turns_the_summary_red_with_the_reason(
+    bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld
+) -> None:
+    dworld.stage(TAG)
+    reply = await say(mock_discord, "hold", NED, tag=TAG, reason="@everyone the pkg fails")
+    assert reply["content"] == f"{TAG} is on hold; nothing is published until /unhold {TAG}."
+    [notice] = plain_posts(mock_discord)
+    assert notice.startswith(f"ned put {TAG} on hold: @everyone the pkg fails.")
+    posted = mock_discord.calls_to("POST", CHANNEL_MESSAGES)
+    assert all(c.body["allowed_mentions"] == {"parse": []} for c in posted)  # nobody pinged
+    [embed] = only_summary(mock_discord)["embeds"]
+    assert embed["color"] == 0xE74C3C  # red
+    assert "on hold by ned: @everyone the pkg fails" in embed["description"]
+
+
 # -- refusals --------------------------------------------------------------------------------
 
 
