@@ -25,7 +25,6 @@ from discord.http import Route
 
 from bot.config import Config, DiscordConfig
 from bot.domain.readiness import Readiness
-from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.gate import Gate
 from bot.messages import ChannelKind, ChannelMessage, Reply, Tone
@@ -386,11 +385,9 @@ class DiscordPlatform:
         if gate is None:
             return []
         try:
-            names = set(await asyncio.to_thread(gate.storage.staged_tags))
+            tags = sorted(await gate.open_tags(), reverse=True)
         except StorageError:
-            names = set()
-        names.update(str(t) for t in gate.store.open_tags())
-        tags = sorted(_tags(names), reverse=True)
+            tags = gate.store.open_tags()
         wanted = current.strip().lower()
         return [
             app_commands.Choice(name=str(tag), value=str(tag))
@@ -456,16 +453,6 @@ class DiscordPlatform:
             await run(interaction, "/help")
 
         return [ready, unready, status, hold, unhold, publish, respin, help_]
-
-
-def _tags(names: set[str]) -> list[ReleaseTag]:
-    tags = []
-    for name in names:
-        try:
-            tags.append(ReleaseTag.parse(name))
-        except RelbotError:
-            continue  # a folder that is not a release
-    return tags
 
 
 def _clip(text: str, limit: int) -> str:

@@ -111,13 +111,13 @@ async def _run_platforms(config: Config, names: list[str]) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await gate.resume()
     started: list[Platform] = []
     async with _health(config, gate):
         try:
             for platform in platforms:
                 await platform.start(gate)
                 started.append(platform)
+            await gate.resume()  # after the platforms: a resumed publish announces there
             poller.start()
             log.warning("relbot %s serving %s", __version__, ", ".join(names))
             await stop.wait()

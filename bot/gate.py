@@ -161,7 +161,7 @@ class Gate:
             return
         started = time.perf_counter()
         try:
-            tags = await self._open_tags()
+            tags = await self.open_tags()
             for tag in tags:
                 async with self._lock(tag):
                     await self._scan_release(tag)
@@ -371,7 +371,7 @@ class Gate:
         )
 
     async def _status(self, tag: ReleaseTag | None) -> Reply:
-        tags = [tag] if tag is not None else await self._open_tags()
+        tags = [tag] if tag is not None else await self.open_tags()
         if not tags:
             return Reply("No open releases; stage files to start one (see /help).")
         texts = []
@@ -604,7 +604,7 @@ class Gate:
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
         await self._refresh_summary(readiness, state)
 
-    async def _open_tags(self) -> list[ReleaseTag]:
+    async def open_tags(self) -> list[ReleaseTag]:
         """Releases with a staging folder, or with history and not yet published."""
         names = await asyncio.to_thread(self.storage.staged_tags)
         tags = set()
