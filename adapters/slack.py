@@ -237,7 +237,7 @@ class SlackPlatform:
                 f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
                 "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page."
             )
-        except SlackClientError as err:
+        except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
             problems.append(f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__}).")
         if self.mode == "socket" and not problems:
             try:
@@ -247,6 +247,10 @@ class SlackPlatform:
                     f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
                     "create an app-level token with connections:write under Basic Information "
                     "and enable Socket Mode."
+                )
+            except (SlackClientError, OSError) as err:
+                problems.append(
+                    f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."
                 )
         return problems
 

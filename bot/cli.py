@@ -112,16 +112,26 @@ async def _run_platforms(config: Config, names: list[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     started: list[Platform] = []
+
+    async def serve() -> None:
+        for platform in platforms:
+            started.append(platform)
+            await platform.start(gate)
+        await gate.resume()  # after the platforms: a resumed publish announces there
+        poller.start()
+        log.warning("relbot %s serving %s", __version__, ", ".join(names))
+        await stop.wait()
+
     async with _health(config, gate):
+        # A signal must stop the bot even while a platform is still trying to connect.
+        serving, stopping = asyncio.create_task(serve()), asyncio.create_task(stop.wait())
         try:
-            for platform in platforms:
-                await platform.start(gate)
-                started.append(platform)
-            await gate.resume()  # after the platforms: a resumed publish announces there
-            poller.start()
-            log.warning("relbot %s serving %s", __version__, ", ".join(names))
-            await stop.wait()
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            stopping.cancel()
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving  # re-raises what made the start fail
             await poller.stop()
             for platform in reversed(started):
                 await platform.stop()

@@ -1,0 +1,101 @@
+"""No secret the config names ever reaches the logs or the terminal, even at debug level and
+even when every service fails."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.sshd import free_port
+
+RELBOT = Path(sys.executable).with_name("relbot")
+SECRETS = {
+    "T_PASS": "PASSPHRASE-MARK-5",
+    "T_PYDOTORG": "rm:PYDOTORG-MARK-1",
+    "T_SLACK_BOT": "xoxb-SLACK-MARK-2",
+    "T_SLACK_APP": "xapp-SLACK-MARK-3",
+    "T_DISCORD": "DISCORD-MARK-4",
+}
+
+
+def every_secret_config(folder: Path) -> None:
+    closed = free_port()  # nothing listens there: every service fails
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", SECRETS["T_PASS"], "-f", folder / "key"],
+        check=True,
+    )
+    (folder / "known_hosts").write_text("")
+    (folder / "relbot.toml").write_text(
+        textwrap.dedent(f"""
+        [storage]
+        kind = "sftp"
+        host = "127.0.0.1"
+        port = {closed}
+        user = "relbot"
+        key_file = "key"
+        known_hosts = "known_hosts"
+        passphrase_env = "T_PASS"
+        staging = "/srv/staging"
+        public = "/srv/public"
+
+        [pydotorg]
+        kind = "api"
+        url = "http://127.0.0.1:{closed}/api/v1/"
+        auth_env = "T_PYDOTORG"
+
+        [slack]
+        bot_token_env = "T_SLACK_BOT"
+        app_token_env = "T_SLACK_APP"
+        channel = "C1"
+        api_url = "http://127.0.0.1:{closed}/api/"
+
+        [discord]
+        token_env = "T_DISCORD"
+        guild = 1
+        channel = 2
+        api_url = "http://127.0.0.1:{closed}/api/v10"
+
+        [people.hugo]
+        rm = ["3.14"]
+        """)
+    )
+
+
+def assert_no_secret(output: str) -> None:
+    for name, value in SECRETS.items():
+        assert value not in output, f"{name} leaked"
+        assert value.split(":")[-1] not in output, f"{name} leaked"
+
+
+def test_check_names_every_failure_and_no_secret(tmp_path: Path) -> None:
+    every_secret_config(tmp_path)
+    result = subprocess.run(
+        [str(RELBOT), "check", "--log-level", "debug"],
+        cwd=tmp_path, env={**os.environ, **SECRETS}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    reported = [line for line in result.stderr.splitlines() if line.startswith("relbot check:")]
+    assert len(reported) == 4, result.stderr  # storage, python.org, slack, discord
+    assert "DEBUG" in result.stderr
+    assert_no_secret(result.stdout + result.stderr)
+
+
+def test_a_failing_run_logs_no_secret(tmp_path: Path) -> None:
+    every_secret_config(tmp_path)
+    for fmt in ("text", "json"):
+        bot = subprocess.Popen(
+            [str(RELBOT), "run", "--log-level", "debug", "--log-format", fmt],
+            cwd=tmp_path, env={**os.environ, **SECRETS}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(4)  # long enough to try (and fail) to reach every service
+        if bot.poll() is None:
+            bot.send_signal(signal.SIGTERM)
+        out, err = bot.communicate(timeout=60)
+        assert "DEBUG" in err or '"debug"' in err
+        assert_no_secret(out + err)
