@@ -3,11 +3,15 @@ Sigstore bundles of tests/data/sigstore (staging trust root, verified offline)."
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+from bot.demo import stage_demo
+from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelKind
 from tests.conftest import World
+from tests.console_driver import publish_through_console
 
 DATA = Path(__file__).parent / "data" / "sigstore"
 ARTIFACT = (DATA / "bundle_v3.txt").read_bytes()
@@ -143,3 +147,31 @@ async def test_steady_state_scans_read_no_bundle_and_hash_nothing_again(tmp_path
     await world.gate.scan()
     await world.gate.scan()
     assert calls == {"digest": len(paths), "read": len(paths)}
+
+
+def test_console_rehearsal_with_required_signatures_publishes_the_bundles(tmp_path: Path) -> None:
+    (tmp_path / "relbot.toml").write_text(
+        textwrap.dedent("""
+        [signatures]
+        require = true
+        trusted_root = "staging"
+        identities = { "3.14" = ["william@yossarian.net", "https://github.com/login/oauth"] }
+
+        [people.hugo]
+        rm = ["3.14"]
+        roles = ["source", "docs", "windows", "macos"]
+        """)
+    )
+    staging = tmp_path / "relbot-data" / "staging"
+    for file in stage_demo(staging, load_profile("cpython")):
+        file.write_bytes(ARTIFACT)
+        file.with_name(file.name + ".sigstore").write_bytes(BUNDLE)
+    lines = [f"/ready {role} 3.14.1" for role in ("source", "docs", "windows", "macos")]
+    session = publish_through_console(
+        tmp_path, [*lines, "/status 3.14.1", "/publish 3.14.1"], "3.14.1"
+    )
+    assert session.returncode == 0, session.stderr
+    assert "signatures: 19 of 19 files signed and valid (required)" in session.before_confirm
+    assert "Published 3.14.1: 38 files are public." in session.after_confirm
+    public = tmp_path / "relbot-data" / "public"
+    assert (public / "3.14.1" / "python-3.14.1.exe.sigstore").read_bytes() == BUNDLE
