@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.sshd import free_port
 
 RELBOT = Path(sys.executable).with_name("relbot")
@@ -20,10 +22,11 @@ SECRETS = {
     "T_SLACK_BOT": "xoxb-SLACK-MARK-2",
     "T_SLACK_APP": "xapp-SLACK-MARK-3",
     "T_DISCORD": "DISCORD-MARK-4",
+    "T_SLACK_SIGNING": "SIGNING-MARK-6",
 }
 
 
-def every_secret_config(folder: Path) -> None:
+def every_secret_config(folder: Path, slack_mode: str = "socket") -> None:
     closed = free_port()  # nothing listens there: every service fails
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", SECRETS["T_PASS"], "-f", folder / "key"],
@@ -49,8 +52,11 @@ def every_secret_config(folder: Path) -> None:
         auth_env = "T_PYDOTORG"
 
         [slack]
+        mode = "{slack_mode}"
+        port = {free_port()}
         bot_token_env = "T_SLACK_BOT"
         app_token_env = "T_SLACK_APP"
+        signing_secret_env = "T_SLACK_SIGNING"
         channel = "C1"
         api_url = "http://127.0.0.1:{closed}/api/"
 
@@ -85,8 +91,9 @@ def test_check_names_every_failure_and_no_secret(tmp_path: Path) -> None:
     assert_no_secret(result.stdout + result.stderr)
 
 
-def test_a_failing_run_logs_no_secret(tmp_path: Path) -> None:
-    every_secret_config(tmp_path)
+@pytest.mark.parametrize("slack_mode", ["socket", "http"])
+def test_a_failing_run_logs_no_secret(tmp_path: Path, slack_mode: str) -> None:
+    every_secret_config(tmp_path, slack_mode)
     for fmt in ("text", "json"):
         bot = subprocess.Popen(
             [str(RELBOT), "run", "--log-level", "debug", "--log-format", fmt],
