@@ -396,9 +396,6 @@ def summary_blocks(text: str, readiness: Readiness | None) -> list[Block]:
             f"`{escape(s.path)}`: {escape(s.reason or s.status.value)}" for s in readiness.unsigned
         ]
         blocks.append(_section(_listing(head, bad) if bad else head))
-    if readiness.extra_blockers:
-        blockers = [escape(b) for b in readiness.extra_blockers]
-        blocks.append(_section(_listing("⛔ *Blocked*", blockers)))
     return _fit(blocks)
 
 

@@ -89,7 +89,6 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
             f"  signatures: {valid} of {len(readiness.signatures)} files signed and valid ({rule})"
         )
         lines += [f"    {s.describe()}" for s in readiness.unsigned if s.reason]
-    lines += [f"  blocked: {b}" for b in readiness.extra_blockers]
     return "\n".join(lines)
 
 

@@ -35,6 +35,3 @@ class Team:
 
     def rms_of(self, branch: str) -> list[str]:
         return [name for name, person in self._people.items() if branch in person.rm]
-
-    def managed_branches(self, person: str) -> list[str]:
-        return list(self._people[person].rm)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from bot.domain.claims import Claim, Hold, Withdrawal
@@ -64,7 +64,6 @@ class Readiness:
     roles: tuple[RoleReadiness, ...]
     stray: tuple[FileReadiness, ...] = ()
     holds: tuple[Hold, ...] = ()
-    extra_blockers: tuple[str, ...] = field(default=())
     signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
     signatures_required: bool = False
 
@@ -84,7 +83,6 @@ class Readiness:
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
         if self.signatures_required:
             found += [f"signature of {s.describe()}" for s in self.unsigned]
-        found += self.extra_blockers
         return found
 
     @property
