@@ -55,6 +55,7 @@ class _Observation:
 
     listing: Listing | None = None
     signatures: tuple[SignatureResult, ...] = ()
+    pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
     summary_text: str = ""
 
@@ -411,8 +412,9 @@ class Gate:
         return make_plan(self.profile, readiness, listing, digests)
 
     async def _run_pipeline(self, state: ReleaseState) -> None:
-        """promote → register → announce, each step journaled and idempotent, so a restart
-        resumes where a crash stopped and nothing happens twice."""
+        """promote → register → purge → announce, each step journaled and idempotent, so a
+        restart resumes where a crash stopped and nothing happens twice. A step that fails is
+        retried on every scan; the channel hears of each new reason once."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
         for step in PIPELINE:
@@ -427,14 +429,13 @@ class Gate:
                     tag, f"Publishing {tag} was stopped before anything moved: {err}"
                 )
                 return
-            except (StorageError, RegistryError) as err:
+            except RelbotError as err:
                 self.metrics.publish_failures += 1
                 log.warning("publish of %s stopped at %s: %s", tag, step, err)
-                await self._notice(
-                    tag,
-                    f"Publishing {tag} stopped at {step}: {err} It resumes "
-                    "by itself on the next scan.",
-                )
+                text = f"Publishing {tag} stopped at {step}: {err} It resumes by itself."
+                if self._observation(tag).pipeline_trouble != text:
+                    self._observation(tag).pipeline_trouble = text
+                    await self._notice(tag, text)
                 return
             self.store.append(tag, BOT, EventKind.STEP_DONE, step=step, detail=detail)
         self.store.append(

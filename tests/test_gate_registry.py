@@ -127,3 +127,22 @@ def test_console_rehearsal_registers_every_file_and_never_shows_the_key(
     assert api.purges == ["/downloads/", "/ftp/python/3.14.1/"]
     everything = session.before_confirm + session.after_confirm + session.stderr
     assert "DEBUG" in session.stderr and KEY not in everything
+
+
+async def test_a_registry_outage_is_told_once_while_the_publish_keeps_retrying(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    api.add_release("Python 3.14.1")
+    world = registered_world(tmp_path, api)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    api.fail("create", nth=1, status=503, times=1000)
+    await world.say("hugo", line)
+    for _ in range(3):
+        await world.gate.scan()
+    stopped = [n for n in world.chat.texts(ChannelKind.NOTICE) if "stopped at register" in n]
+    assert len(stopped) == 1, stopped
+    api.faults.clear()
+    await world.gate.scan()
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
