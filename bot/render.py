@@ -9,6 +9,7 @@ from bot.domain.commands import USAGE
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.readiness import Readiness, RoleReadiness
+from bot.domain.signing import SignatureStatus
 
 HELP_LINES = {
     "ready": "say your ROLE's files for TAG are staged and final (checked now)",
@@ -88,7 +89,14 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         lines.append(
             f"  signatures: {valid} of {len(readiness.signatures)} files signed and valid ({rule})"
         )
-        lines += [f"    {s.describe()}" for s in readiness.unsigned if s.reason]
+        # Bad signatures always deserve a line; unsigned files only when signing is required
+        # (one line, a few names), or a release without signing would drown in them.
+        invalid = [s for s in readiness.unsigned if s.status is SignatureStatus.INVALID]
+        lines += [f"    {s.describe()}" for s in invalid]
+        missing = [s.path for s in readiness.unsigned if s.status is SignatureStatus.MISSING]
+        if missing and readiness.signatures_required:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            lines.append(f"    unsigned: {', '.join(missing[:3])}{more}")
     return "\n".join(lines)
 
 

@@ -60,6 +60,8 @@ async def test_a_missing_signature_blocks_publish_when_required(tmp_path: Path) 
     assert "signature of python-3.14.1-macos11.pkg: no python-3.14.1-macos11.pkg.sigstore" in (
         reply.text
     )
+    status = await world.say("eve", "/status 3.14.1")
+    assert "unsigned: python-3.14.1-macos11.pkg" in status.text
 
 
 async def test_a_signature_by_the_wrong_person_is_named_in_status_and_blocks(
@@ -106,6 +108,7 @@ async def test_unsigned_files_never_block_when_signatures_are_not_required(
     await world.ready_all("3.14.1")
     status = await world.say("eve", "/status 3.14.1")
     assert "signatures: 0 of 19 files signed and valid (not required)" in status.text
+    assert ".sigstore" not in status.text  # unsigned files are counted, not listed
     reply = await world.say("hugo", await world.plan("3.14.1"))
     assert not reply.private, reply.text
 
