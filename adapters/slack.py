@@ -393,7 +393,8 @@ def summary_blocks(text: str, readiness: Readiness | None) -> list[Block]:
             f"and valid ({rule})"
         )
         bad = [
-            f"`{escape(s.path)}`: {escape(s.reason or s.status.value)}" for s in readiness.unsigned
+            f"`{escape(s.path)}`: {escape(s.reason or s.status.value)}"
+            for s in readiness.signature_problems
         ]
         blocks.append(_section(_listing(head, bad) if bad else head))
     return _fit(blocks)

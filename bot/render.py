@@ -89,12 +89,10 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         lines.append(
             f"  signatures: {valid} of {len(readiness.signatures)} files signed and valid ({rule})"
         )
-        # Bad signatures always deserve a line; unsigned files only when signing is required
-        # (one line, a few names), or a release without signing would drown in them.
-        invalid = [s for s in readiness.unsigned if s.status is SignatureStatus.INVALID]
-        lines += [f"    {s.describe()}" for s in invalid]
-        missing = [s.path for s in readiness.unsigned if s.status is SignatureStatus.MISSING]
-        if missing and readiness.signatures_required:
+        problems = readiness.signature_problems
+        lines += [f"    {s.describe()}" for s in problems if s.status is SignatureStatus.INVALID]
+        missing = [s.path for s in problems if s.status is SignatureStatus.MISSING]
+        if missing:  # one line, a few names
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             lines.append(f"    unsigned: {', '.join(missing[:3])}{more}")
     return "\n".join(lines)

@@ -91,6 +91,16 @@ class Readiness:
         return tuple(s for s in self.signatures if s.status is not SignatureStatus.VALID)
 
     @property
+    def signature_problems(self) -> tuple[SignatureResult, ...]:
+        """The unsigned files worth naming: a bad signature always, a missing one only when
+        signatures are required (a release that does not sign would drown in them)."""
+        return tuple(
+            s
+            for s in self.unsigned
+            if s.status is SignatureStatus.INVALID or self.signatures_required
+        )
+
+    @property
     def publishable(self) -> bool:
         return not self.blockers
 
