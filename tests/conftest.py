@@ -15,6 +15,7 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.gate import Gate
 from bot.messages import ChannelKind, ChannelMessage, Reply
+from bot.ports import Chat
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
 
@@ -77,16 +78,23 @@ class Clock:
 class World:
     """A release team rehearsing on tmp folders: stage files, type commands, restart."""
 
-    def __init__(self, root: Path, extra_toml: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        extra_toml: str = "",
+        *,
+        team_toml: str = TEAM_TOML,
+        chat: Chat | None = None,
+    ) -> None:
         self.root = root
-        toml = textwrap.dedent(TEAM_TOML) + textwrap.dedent(extra_toml)
+        toml = textwrap.dedent(team_toml) + textwrap.dedent(extra_toml)
         (root / "relbot.toml").write_text(toml, encoding="utf-8")
         self.config = load_config(root / "relbot.toml")
         self.profile = self.config.profile
         self.staging = root / "data" / "staging"
         self.public = root / "data" / "public"
         self.clock = Clock()
-        self.chat = RecordingChat()
+        self.chat = chat or RecordingChat()
         # Called instead of sleeping while /ready lets a listing settle: tests use it to
         # change staging between the two listings.
         self.during_settle: list[Callable[[], None]] = []

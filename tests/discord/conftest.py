@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from adapters.discord_app import DiscordPlatform
-from bot.config import load_config
 from tests.conftest import World
 from tests.discord.mock_discord import MockDiscord
 
@@ -67,8 +65,7 @@ class DiscordWorld(World):
     table pointing at the mock."""
 
     def __init__(self, root: Path, api_url: str) -> None:
-        super().__init__(root)
-        toml = textwrap.dedent(DISCORD_TEAM_TOML).format(
+        toml = DISCORD_TEAM_TOML.format(
             token_env=TOKEN_ENV,
             guild=GUILD,
             channel=CHANNEL,
@@ -79,10 +76,7 @@ class DiscordWorld(World):
             ned=NED,
             slack_steve=SLACK_STEVE,
         )
-        (root / "relbot.toml").write_text(toml, encoding="utf-8")
-        self.config = load_config(root / "relbot.toml")
-        self.profile = self.config.profile
-        self.gate = self.start()
+        super().__init__(root, team_toml=toml)
 
     def platform(self) -> DiscordPlatform:
         """A new bot process's Discord platform (READY after a short wait for guilds)."""

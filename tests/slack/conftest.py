@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -19,13 +18,11 @@ import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from adapters.slack import PUBLISH_ACTION, SlackPlatform
-from bot.app import build_verifier
-from bot.config import load_config
 from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.ports import Chat
 from bot.storage.local import LocalStorage
-from tests.conftest import Clock, World
+from tests.conftest import World
 from tests.slack.mock_web_api import TEAM, MockSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up secret, as in Slack's docs
@@ -97,18 +94,7 @@ class SlackWorld(World):
     storage: GatedStorage
 
     def __init__(self, root: Path, chat: Chat) -> None:
-        self.root = root
-        (root / "relbot.toml").write_text(textwrap.dedent(SLACK_TEAM_TOML), encoding="utf-8")
-        self.config = load_config(root / "relbot.toml")
-        self.profile = self.config.profile
-        self.staging = root / "data" / "staging"
-        self.public = root / "data" / "public"
-        self.clock = Clock()
-        self.chat = chat  # type: ignore[assignment]  # the Slack channel, not a recording
-        self.during_settle = []
-        self.storage = self.make_storage()
-        self.verifier = build_verifier(self.config)
-        self.gate = self.start()
+        super().__init__(root, team_toml=SLACK_TEAM_TOML, chat=chat)
 
     def make_storage(self) -> GatedStorage:
         return GatedStorage(self.staging, self.public)
