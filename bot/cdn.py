@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 
 import httpx
 
 from bot.domain.profile import Profile, expand
 from bot.domain.tags import ReleaseTag
-from bot.registry import PydotorgSettings, RetryPolicy, send_with_retries
+from bot.registry import HttpClientOwner, PydotorgSettings, RetryPolicy, send_with_retries
 
 _log = logging.getLogger(__name__)
 
@@ -44,7 +43,7 @@ class PurgeReport:
         return not self.failed
 
 
-class CdnPurger:
+class CdnPurger(HttpClientOwner):
     """Sends HTTP ``PURGE`` to each URL template expanded for a tag.
 
     Placeholders: ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}`` (3.14) and
@@ -78,21 +77,6 @@ class CdnPurger:
 
     def __repr__(self) -> str:
         return f"CdnPurger({len(self.templates)} URL templates)"
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
-
-    def __enter__(self) -> CdnPurger:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def urls(self, tag: ReleaseTag) -> list[str]:
         """The URLs purged for ``tag``, in order, without duplicates."""

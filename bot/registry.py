@@ -20,8 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -338,7 +337,23 @@ class _Delete:
     replaced: bool
 
 
-class PydotorgRegistry:
+class HttpClientOwner:
+    """Something that owns an ``httpx.Client``: closed by ``close()`` or a ``with`` block."""
+
+    _client: httpx.Client
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class PydotorgRegistry(HttpClientOwner):
     """python.org's release database through API v1 (``Authorization: ApiKey user:key``).
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
@@ -381,21 +396,6 @@ class PydotorgRegistry:
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
-
-    def __enter__(self) -> PydotorgRegistry:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- the port
 
