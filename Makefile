@@ -1,5 +1,5 @@
 # `make run`: the bot on the built-in local default (console, local folders, SQLite).
-# `make test`: installs what the tests need (Python deps, Debian's openssh-server), then
+# `make test`: installs what the tests need (Python deps, openssh-server, systemd), then
 # lints, type-checks and runs the tests.
 
 VENV ?= .venv
