@@ -8,6 +8,7 @@ serialized by a per-release lock; storage, signature and registry calls run in w
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import secrets
@@ -333,7 +334,7 @@ class Gate:
             )
         if self._clock() > offer.expires_at:
             raise Refusal(f"That confirmation code expired at {when(offer.expires_at)}; {again}.")
-        plan = await self._publishable_plan(tag, state)
+        plan = await self._publishable_plan(tag, state, fresh=True)
         if plan.digest != offer.plan.digest:
             changed = _plan_difference(offer.plan, plan)
             raise Refusal(
@@ -392,9 +393,13 @@ class Gate:
 
     # -- publishing --------------------------------------------------------------------------
 
-    async def _publishable_plan(self, tag: ReleaseTag, state: ReleaseState) -> PublishPlan:
+    async def _publishable_plan(
+        self, tag: ReleaseTag, state: ReleaseState, *, fresh: bool = False
+    ) -> PublishPlan:
         """Check everything ``/publish`` needs, withdrawing claims whose files changed, and
-        build the plan; raises :class:`Refusal` with the blockers."""
+        build the plan; raises :class:`Refusal` with the blockers. ``fresh`` hashes every
+        file again (at confirmation: a same-size rewrite within one mtime tick must not
+        slip through)."""
         readiness, listing = await self._observe(tag, state, settle=True)
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
@@ -408,7 +413,7 @@ class Gate:
         if blockers:
             raise Refusal(f"{tag} cannot be published yet: " + "; ".join(blockers) + ".")
         paths = [f.path for role in readiness.roles for f in role.present]
-        digests = await self._digest(tag, listing, paths)
+        digests = await self._digest(tag, listing, paths, fresh=fresh)
         return make_plan(self.profile, readiness, listing, digests)
 
     async def _run_pipeline(self, state: ReleaseState) -> None:
@@ -551,22 +556,25 @@ class Gate:
         return await asyncio.to_thread(self.verifier.verify, tag, path, digest, bundle)
 
     async def _digest(
-        self, tag: ReleaseTag, listing: Listing, paths: Sequence[str]
+        self, tag: ReleaseTag, listing: Listing, paths: Sequence[str], *, fresh: bool = False
     ) -> dict[str, str]:
-        """SHA-256 of staged files, re-hashing only files whose size or mtime moved."""
+        """SHA-256 of staged files, re-hashing only files whose size or mtime moved, or
+        every file when ``fresh``."""
         found: dict[str, str] = {}
         wanted = []
         for path in paths:
             cached = self._digests.get((str(tag), path))
-            if cached is not None and cached[0] == listing[path].stamp:
+            if not fresh and cached is not None and cached[0] == listing[path].stamp:
                 found[path] = cached[1]
             else:
                 wanted.append(path)
         if wanted:
-            fresh = await asyncio.to_thread(self.storage.digest, tag, wanted)
-            for path, digest in fresh.items():
+            hashed = await asyncio.to_thread(
+                functools.partial(self.storage.digest, tag, wanted, fresh=fresh)
+            )
+            for path, digest in hashed.items():
                 self._digests[(str(tag), path)] = (listing[path].stamp, digest)
-            found.update(fresh)
+            found.update(hashed)
         return found
 
     async def _withdraw_changed_claims(

@@ -41,8 +41,11 @@ class Storage(Protocol):
         """
         ...
 
-    def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
-        """SHA-256 (hex) of staged files, computed where the files are."""
+    def digest(
+        self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
+    ) -> dict[str, str]:
+        """SHA-256 (hex) of staged files, computed where the files are. A backend may reuse
+        a digest while size and mtime are unchanged, except when ``fresh`` is asked."""
         ...
 
     def promote(self, plan: PublishPlan) -> PromotionReport:

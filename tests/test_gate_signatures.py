@@ -135,9 +135,9 @@ async def test_steady_state_scans_read_no_bundle_and_hash_nothing_again(tmp_path
     storage = world.storage
     digest, read = storage.digest, storage.read
 
-    def counting_digest(tag: ReleaseTag, wanted: list[str]) -> dict[str, str]:
+    def counting_digest(tag: ReleaseTag, wanted: list[str], *, fresh: bool) -> dict[str, str]:
         calls["digest"] += len(wanted)
-        return digest(tag, wanted)
+        return digest(tag, wanted, fresh=fresh)
 
     def counting_read(tag: ReleaseTag, path: str, limit: int) -> bytes:
         calls["read"] += 1

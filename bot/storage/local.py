@@ -45,8 +45,10 @@ class LocalStorage:
         except OSError as err:
             raise StagingUnreachable(f"Cannot list {root}: {err.strerror}.") from err
 
-    def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
-        root = self.staging / str(tag)
+    def digest(
+        self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
+    ) -> dict[str, str]:
+        root = self.staging / str(tag)  # always read afresh: there is no cache here
         try:
             return {path: _sha256(_inside(root, path)) for path in paths}
         except OSError as err:

@@ -212,19 +212,28 @@ class SftpStorage:
 
         return self._call(f"list {root}", op)
 
-    def digest(self, tag: ReleaseTag, paths: Sequence[str]) -> dict[str, str]:
+    def digest(
+        self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
+    ) -> dict[str, str]:
         """SHA-256 (hex) of staged files, computed on the server.
 
         A file whose size and mtime in the latest listing match those it was hashed at is
-        not hashed again. Raises :class:`StorageError` when a file cannot be read.
+        not hashed again, unless ``fresh``. Raises :class:`StorageError` when a file cannot
+        be read.
         """
         root = self._release(tag)
         full = {path: _inside(root, path) for path in paths}
         with self._lock:
-            known = {p: d for p, fp in full.items() if (d := self._cached(fp)) is not None}
+            known = (
+                {}
+                if fresh
+                else {p: d for p, fp in full.items() if (d := self._cached(fp)) is not None}
+            )
         missing = [fp for p, fp in full.items() if p not in known]
         if missing:
-            hashed = self._call(f"hash files in {root}", lambda conn: self._hash(conn, missing))
+            hashed = self._call(
+                f"hash files in {root}", lambda conn: self._hash(conn, missing, cache=not fresh)
+            )
             known.update({p: hashed[fp] for p, fp in full.items() if p not in known})
         return {path: known[path] for path in paths}
 

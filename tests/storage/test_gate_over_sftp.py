@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -110,3 +111,20 @@ async def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_
     assert world.staged_files("3.14.0rc1") == set()
     assert world.events("3.14.0rc1", EventKind.PUBLISHED) == ["published"]
     assert world.events("3.14.0rc1", EventKind.STEP_DONE).count("step-done") == len(PIPELINE)
+
+
+async def test_confirm_hashes_afresh_so_a_same_second_rewrite_is_refused(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, sshd)
+    world.stage("3.14.1")
+    pkg = world.staging / "3.14.1" / "python-3.14.1-macos11.pkg"
+    os.utime(pkg, (1_800_000_000.2, 1_800_000_000.2))
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    size = pkg.stat().st_size
+    pkg.write_bytes(b"X" * size)  # same size, same whole second: the listing cannot tell
+    os.utime(pkg, (1_800_000_000.7, 1_800_000_000.7))
+    reply = await world.say("hugo", line)
+    assert reply.private and "python-3.14.1-macos11.pkg changed" in reply.text
+    assert world.public_files() == set()

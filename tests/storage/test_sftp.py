@@ -450,3 +450,21 @@ def test_a_target_appearing_during_the_batch_is_never_overwritten(
             storage.promote(plan)
         assert intruder.read_text() == "someone else's"
         assert (staging / TAG / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
+
+
+def test_a_fresh_digest_sees_a_same_size_rewrite_within_the_same_second(
+    sshd: SshServer, folders: tuple[Path, Path]
+) -> None:
+    staging, public = folders
+    stage(staging, {"Python-3.14.0rc2.tgz": "aaaa"})
+    file = staging / TAG / "Python-3.14.0rc2.tgz"
+    os.utime(file, (1_800_000_000.2, 1_800_000_000.2))
+    storage = sftp_storage(sshd, staging, public)
+    storage.list_staging(RC2)
+    before = storage.digest(RC2, ["Python-3.14.0rc2.tgz"])["Python-3.14.0rc2.tgz"]
+    file.write_text("bbbb")  # same size, and SFTP's whole-second mtime does not move
+    os.utime(file, (1_800_000_000.7, 1_800_000_000.7))
+    storage.list_staging(RC2)
+    assert storage.digest(RC2, ["Python-3.14.0rc2.tgz"])["Python-3.14.0rc2.tgz"] == before
+    fresh = storage.digest(RC2, ["Python-3.14.0rc2.tgz"], fresh=True)["Python-3.14.0rc2.tgz"]
+    assert fresh == hashlib.sha256(b"bbbb").hexdigest()
