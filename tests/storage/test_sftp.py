@@ -373,10 +373,19 @@ def test_check_names_a_folder_it_cannot_create(
 def test_check_refuses_staging_and_public_on_different_filesystems(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    shm = Path("/dev/shm")
-    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
-        pytest.skip("needs a second filesystem (/dev/shm) besides the temporary folder")
-    public = shm / f"relbot-test-{os.getpid()}"
+    # A writable folder on another filesystem than the temporary folder (a tmpfs, usually).
+    other = next(
+        (
+            Path(p)
+            for p in ("/dev/shm", "/run", "/tmp", "/var/tmp")
+            if Path(p).is_dir()
+            and os.access(p, os.W_OK)
+            and Path(p).stat().st_dev != tmp_path.stat().st_dev
+        ),
+        None,
+    )
+    assert other is not None, "this test needs a writable tmpfs such as /dev/shm"
+    public = other / f"relbot-test-{os.getpid()}"
     try:
         problems = sftp_storage(sshd, tmp_path / "staging", public).check()
     finally:
