@@ -33,8 +33,8 @@ from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.ports import Storage
 from bot.storage.local import LocalStorage
-from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
+from tests.storage.conftest import sftp_storage
 
 PROFILE = load_profile("cpython")
 OBSERVE_SECONDS = 30  # an observer gives up after this long
@@ -167,7 +167,7 @@ def bench_promotion(
                 ) -> Storage:
                     if backend == "local":
                         return LocalStorage(staging, public)
-                    return sftp(server, staging, public)
+                    return sftp_storage(server, staging, public)
 
                 results.append(promote_observed(make, staging, public, existing))
             merged = {
@@ -189,7 +189,9 @@ def bench_scan(root: Path, server: SshServer, runs: int) -> list[tuple[str, str,
     rows = []
     for backend in ("local", "sftp"):
         storage: Storage = (
-            LocalStorage(staging, public) if backend == "local" else sftp(server, staging, public)
+            LocalStorage(staging, public)
+            if backend == "local"
+            else sftp_storage(server, staging, public)
         )
 
         def scan(storage: Storage = storage) -> None:
@@ -228,8 +230,8 @@ def bench_hashing(
     rows = []
     for label, make in (
         ("local (hashlib on this machine)", lambda: LocalStorage(staging, public)),
-        ("sftp, on the server (sha256sum)", lambda: sftp(server, staging, public)),
-        ("sftp, by download (no exec)", lambda: sftp(sftp_only, staging, public)),
+        ("sftp, on the server (sha256sum)", lambda: sftp_storage(server, staging, public)),
+        ("sftp, by download (no exec)", lambda: sftp_storage(sftp_only, staging, public)),
     ):
         times = []
         for _ in range(runs):
@@ -240,18 +242,6 @@ def bench_hashing(
             times.append((time.perf_counter() - t0) * 1000)
         rows.append((label, statistics.median(times)))
     return rows
-
-
-def sftp(server: SshServer, staging: Path, public: Path) -> SftpStorage:
-    return SftpStorage(
-        "127.0.0.1",
-        server.port,
-        server.user,
-        server.client_key,
-        server.known_hosts,
-        str(staging),
-        str(public),
-    )
 
 
 def main() -> None:
