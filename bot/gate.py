@@ -14,6 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 
 from bot.config import Config
@@ -33,6 +34,7 @@ from bot.errors import (
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
+from bot.release_locks import ReleaseLocks
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
 from bot.state import StateStore
 from bot.team import Team
@@ -108,7 +110,7 @@ class Gate:
         self._sleep = sleep
         self._settle = settle_seconds
         self._new_code = code_factory
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = ReleaseLocks()
         self._seen: dict[str, _Observation] = {}
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._health = _Health()
@@ -140,12 +142,12 @@ class Gate:
         person = self.team.identify(platform, user)
         tag = command.tag
         if person is None:
-            return self._refuse(
-                tag,
-                f"{platform}:{user}",
-                text,
+            # Logged, not audited: strangers must not be able to grow a release's history.
+            log.info("refused a %s command from %s user %r: not on the team", verb, platform, user)
+            return Reply(
                 f"You are not on the release team ({platform} user {user}); ask an admin to "
                 "add your ID to relbot's config.",
+                Tone.REFUSAL,
             )
         async with self._lock(tag):
             try:
@@ -366,6 +368,7 @@ class Gate:
             f"say /ready ROLE {tag} again once the new files are staged.",
         )
         await self._refresh(tag)
+        self._forget_files(tag)  # new files are coming: the old ones' hashes are dead weight
         return Reply(
             f"Re-spin of {tag}: claims and pending confirmation withdrawn; staging was "
             "left as it is.",
@@ -519,9 +522,10 @@ class Gate:
             withdrawals=state.withdrawals,
             holds=tuple(state.holds.values()),
         )
+        seen = self._seen.get(str(tag))  # not _observation: a status must not grow the cache
         return replace(
             readiness,
-            signatures=self._observation(tag).signatures,
+            signatures=seen.signatures if seen is not None else (),
             signatures_required=self._require_signatures,
         )
 
@@ -632,6 +636,9 @@ class Gate:
         state = self.store.release(tag)
         listing = self._seen_listing(tag) or {}
         await self._refresh_summary(self._readiness(tag, listing, None, state), state)
+        if state.is_published:  # its last summary is shown: nothing left to observe
+            self._forget_files(tag)
+            self._seen.pop(str(tag), None)
 
     async def _refresh_summary(self, readiness: Readiness, state: ReleaseState) -> None:
         seen = self._observation(readiness.tag)
@@ -679,8 +686,20 @@ class Gate:
             self.store.append(tag, actor, EventKind.REFUSED, command=_redact(text), reason=reason)
         return Reply(reason, Tone.REFUSAL)
 
-    def _lock(self, tag: ReleaseTag) -> asyncio.Lock:
-        return self._locks.setdefault(str(tag), asyncio.Lock())
+    def _lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]:
+        return self._locks.hold(str(tag))
+
+    def _forget_files(self, tag: ReleaseTag) -> None:
+        """Drop the hashes and bundles cached for ``tag``'s staged files."""
+        for cache in (self._digests, self._bundles):
+            for key in [key for key in cache if key[0] == str(tag)]:
+                del cache[key]
+
+    def retained_tags(self) -> set[str]:
+        """The releases this gate keeps anything for in memory (locks, observations,
+        hashes, bundles): open releases only, whatever was typed."""
+        keys = self._locks.keys() | set(self._seen)
+        return keys | {tag for tag, _ in self._digests} | {tag for tag, _ in self._bundles}
 
     def _observation(self, tag: ReleaseTag) -> _Observation:
         return self._seen.setdefault(str(tag), _Observation())

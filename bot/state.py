@@ -42,7 +42,12 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class StateStore:
-    """Events of every release in one SQLite file. Writes are durable when ``append`` returns."""
+    """Events of every release in one SQLite file. Writes are durable when ``append`` returns.
+
+    The folded state of each release is cached with the id of the last event folded into it;
+    a read folds only the events appended since (by this process or another one writing the
+    same file), so a long log is not replayed on every call.
+    """
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = path
@@ -52,6 +57,7 @@ class StateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
         self._migrate()
+        self._folded: dict[str, tuple[int, ReleaseState]] = {}  # tag → (last event id, state)
 
     def _migrate(self) -> None:
         """Bring an older file up to this schema, one migration per transaction; refuse a
@@ -105,7 +111,24 @@ class StateStore:
         return [_event(row) for row in rows]
 
     def release(self, tag: ReleaseTag) -> ReleaseState:
-        return fold(tag, self.events(tag))
+        """``tag``'s current state: the cached fold, plus the events appended since it was
+        made. One indexed query when nothing was appended. The caller gets its own copy."""
+        last, state = self._folded.get(str(tag), (0, None))
+        # Ids only grow, and each append commits before the next id is handed out, so the
+        # events after ``last`` are exactly the ones this fold has not seen.
+        rows = self._db.execute(
+            "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? AND id > ? "
+            "ORDER BY id",
+            (str(tag), last),
+        ).fetchall()
+        if not rows:
+            # A tag nobody acted on is not cached: asking about any tag grows nothing.
+            return ReleaseState(tag) if state is None else state.copy()
+        # A refusal changes no state: skip decoding it, but remember it was read.
+        new = [_event(row) for row in rows if row[4] != EventKind.REFUSED.value]
+        state = fold(tag, new, start=state)
+        self._folded[str(tag)] = (rows[-1][0], state)
+        return state.copy()
 
     def open_tags(self) -> list[ReleaseTag]:
         """Tags someone acted on (a refused command does not count) and not yet published."""

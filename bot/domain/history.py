@@ -7,7 +7,7 @@ from comments), so the audit trail and the state cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
@@ -70,6 +70,16 @@ class ReleaseState:
     def is_published(self) -> bool:
         return self.published_at is not None
 
+    def copy(self) -> ReleaseState:
+        """A copy that folding more events into leaves this state as it is. The values in
+        the containers are frozen, so copying the containers is enough."""
+        containers: dict[str, Any] = {
+            f.name: type(value)(value)
+            for f in fields(self)
+            if isinstance(value := getattr(self, f.name), dict | list | set)
+        }
+        return replace(self, **containers)
+
 
 def plan_to_json(plan: PublishPlan) -> dict[str, Any]:
     return {"digest": plan.digest, "files": [f.to_json() for f in plan.files]}
@@ -79,9 +89,12 @@ def plan_from_json(tag: ReleaseTag, data: Mapping[str, Any]) -> PublishPlan:
     return PublishPlan(tag, tuple(PlanFile.from_json(f) for f in data["files"]))
 
 
-def fold(tag: ReleaseTag, events: Iterable[Event]) -> ReleaseState:
-    """Replay ``tag``'s events, oldest first, into its current state."""
-    state = ReleaseState(tag)
+def fold(
+    tag: ReleaseTag, events: Iterable[Event], *, start: ReleaseState | None = None
+) -> ReleaseState:
+    """Replay ``tag``'s events, oldest first, into its current state; with ``start`` (the
+    fold of the events before these), continue from there, leaving ``start`` unchanged."""
+    state = ReleaseState(tag) if start is None else start.copy()
     for event in events:
         _apply(state, event)
     return state
