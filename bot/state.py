@@ -58,6 +58,9 @@ class StateStore:
         self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
         self._migrate()
         self._folded: dict[str, tuple[int, ReleaseState]] = {}  # tag → (last event id, state)
+        self._tags_read = 0  # open_tags has read every event up to this id
+        self._acted: set[str] = set()
+        self._published: set[str] = set()
 
     def _migrate(self) -> None:
         """Bring an older file up to this schema, one migration per transaction; refuse a
@@ -113,31 +116,40 @@ class StateStore:
     def release(self, tag: ReleaseTag) -> ReleaseState:
         """``tag``'s current state: the cached fold, plus the events appended since it was
         made. One indexed query when nothing was appended. The caller gets its own copy."""
-        last, state = self._folded.get(str(tag), (0, None))
-        # Ids only grow, and each append commits before the next id is handed out, so the
-        # events after ``last`` are exactly the ones this fold has not seen.
-        rows = self._db.execute(
-            "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? AND id > ? "
-            "ORDER BY id",
-            (str(tag), last),
-        ).fetchall()
-        if not rows:
-            # A tag nobody acted on is not cached: asking about any tag grows nothing.
-            return ReleaseState(tag) if state is None else state.copy()
-        # A refusal changes no state: skip decoding it, but remember it was read.
-        new = [_event(row) for row in rows if row[4] != EventKind.REFUSED.value]
-        state = fold(tag, new, start=state)
-        self._folded[str(tag)] = (rows[-1][0], state)
+        key = str(tag)
+        row = self._db.execute("SELECT MAX(id) FROM events WHERE tag = ?", (key,)).fetchone()
+        top: int | None = row[0]
+        last, state = self._folded.get(key, (0, None))
+        if top is None:  # nobody acted on it: not cached, so asking about any tag grows nothing
+            return ReleaseState(tag)
+        if state is None or top != last:
+            # Ids only grow, and each append commits before the next id is handed out, so
+            # the events in (last, top] are exactly those this fold has not seen. A refusal
+            # changes no state: it is never read.
+            rows = self._db.execute(
+                "SELECT id, at, tag, actor, kind, data FROM events "
+                "WHERE tag = ? AND id > ? AND id <= ? AND kind != ? ORDER BY id",
+                (key, last, top, EventKind.REFUSED.value),
+            )
+            state = fold(tag, [_event(row) for row in rows], start=state)
+            self._folded[key] = (top, state)
         return state.copy()
 
     def open_tags(self) -> list[ReleaseTag]:
-        """Tags someone acted on (a refused command does not count) and not yet published."""
+        """Tags someone acted on (a refused command does not count) and not yet published.
+
+        Kept up to date from the events appended since the last call (by any process), so a
+        long log, refusals included, is read once."""
         rows = self._db.execute(
-            "SELECT DISTINCT tag FROM events WHERE kind != ? AND tag NOT IN "
-            "(SELECT tag FROM events WHERE kind = ?)",
-            (EventKind.REFUSED.value, EventKind.PUBLISHED.value),
+            "SELECT id, tag, kind FROM events WHERE id > ? ORDER BY id", (self._tags_read,)
         )
-        return sorted(ReleaseTag.parse(row[0]) for row in rows)
+        for ident, tag, kind in rows:
+            if kind == EventKind.PUBLISHED.value:
+                self._published.add(tag)
+            elif kind != EventKind.REFUSED.value:
+                self._acted.add(tag)
+            self._tags_read = ident
+        return sorted(ReleaseTag.parse(tag) for tag in self._acted - self._published)
 
     def tags(self) -> list[ReleaseTag]:
         """Every tag the log mentions."""

@@ -249,11 +249,23 @@ def test_the_cached_fold_is_the_fresh_fold_after_every_event(
             writer.append(other, actor, EventKind.HELD, reason="noise in another release")
             fresh = fold(TAG, writer.events(TAG))
             assert writer.release(TAG) == fresh, kind
+            assert writer.open_tags() == open_tags(writer), kind
             if read:
                 assert reader.release(TAG) == fresh, kind
+                assert reader.open_tags() == open_tags(writer), kind
         assert reader.release(TAG) == fold(TAG, reader.events(TAG))
         writer.close()
         reader.close()
+
+
+def open_tags(store: StateStore) -> list[ReleaseTag]:
+    """The definition: tags with an event other than a refusal, and no publish."""
+    kinds = {tag: {e.kind for e in store.events(tag)} for tag in store.tags()}
+    return [
+        tag
+        for tag, seen in kinds.items()
+        if seen - {EventKind.REFUSED} and EventKind.PUBLISHED not in seen
+    ]
 
 
 def test_a_read_decodes_only_the_events_appended_since_the_last_one(

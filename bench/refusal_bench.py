@@ -1,0 +1,135 @@
+"""What refused commands cost afterwards: one ``/status`` after 5,000 refusals (strangers and
+team members both) against one after none, on the real gate (SQLite file, local folders).
+
+    .venv/bin/python bench/refusal_bench.py [--refusals 5000] [--runs 200]
+
+Half the refusals come from strangers, each naming another release (logged, never stored);
+the other half from team members, on the release and on other releases (audited: each is an
+event). Prints a table; not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.domain.tags import ReleaseTag
+from bot.state import StateStore
+from tests.conftest import World  # the test team, reused as the bench team
+
+TAG = "3.14.1"
+
+
+async def timed(runs: int, action: Callable[[], Awaitable[object]]) -> tuple[float, float]:
+    """Median and 95th percentile of ``runs`` calls, in milliseconds."""
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        await action()
+        samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+
+
+def cold_read(path: Path, runs: int) -> float:
+    """Median ms of what ``relbot status`` does to the log: open the file, fold the release."""
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        store = StateStore(path)
+        store.release(ReleaseTag.parse(TAG))
+        store.close()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def elsewhere(n: int) -> str:
+    """The ``n``-th of many releases nobody works on (no RM is configured for them)."""
+    return f"3.{20 + n // 900}.{n % 900}"
+
+
+async def refuse(world: World, count: int) -> float:
+    """``count`` refused commands: half from strangers, each naming another release; a
+    quarter from steve publishing the release (not an RM); a quarter from ned naming other
+    releases. Returns the seconds taken."""
+    started = time.perf_counter()
+    for n in range(count):
+        if n % 2:
+            reply = await world.gate.handle("slack", f"U{n:06d}", f"/ready macos {elsewhere(n)}")
+        elif n % 4:
+            reply = await world.say("steve", f"/publish {TAG}")
+        else:
+            reply = await world.say("ned", f"/ready macos {elsewhere(n)}")
+        assert reply.private, reply.text
+    return time.perf_counter() - started
+
+
+async def measure(refusals: int, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        world = World(Path(folder))
+        world.stage(TAG)
+        await world.say("ned", f"/ready macos {TAG}")
+        path = world.store.path
+
+        async def status() -> object:
+            return await world.say("eve", f"/status {TAG}")
+
+        async def status_all() -> object:
+            return await world.say("eve", "/status")
+
+        rows = []
+        for label, extra in (("no refusals", 0), (f"after {refusals:,} refusals", refusals)):
+            spent = await refuse(world, extra) if extra else 0.0
+            median, p95 = await timed(runs, status)
+            median_all, _ = await timed(runs, status_all)
+            rows.append(
+                (
+                    label,
+                    median,
+                    p95,
+                    median_all,
+                    cold_read(path, min(runs, 50)),
+                    len(world.store.events(ReleaseTag.parse(TAG))),
+                    len(world.store.tags()),
+                    len(world.gate.retained_tags()),
+                    spent,
+                )
+            )
+
+    print(f"/status {TAG} on local storage, {runs} runs each (ms: median, p95)\n")
+    head = (
+        f"{'':<24} {'/status TAG':>11} {'p95':>7} {'/status':>8} {'cold fold':>10} "
+        f"{'events':>7} {'tags':>5} {'in memory':>10} {'refusing':>9}"
+    )
+    print(head)
+    print("-" * len(head))
+    for label, median, p95, median_all, cold, events, tags, kept, spent in rows:
+        print(
+            f"{label:<24} {median:>11.2f} {p95:>7.2f} {median_all:>8.2f} {cold:>10.2f} "
+            f"{events:>7} {tags:>5} {kept:>10} {spent:>8.1f}s"
+        )
+    print(
+        "\ncold fold: open the state file and fold the release, as `relbot status` does; "
+        "events: the release's log; tags: releases the log names; in memory: releases the "
+        "gate keeps locks or caches for."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--refusals", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args()
+    asyncio.run(measure(args.refusals, args.runs))
+
+
+if __name__ == "__main__":
+    main()
