@@ -18,7 +18,10 @@ Stricter than python.org, to catch client mistakes: a malformed Authorization he
 unknown user is a 401 (python.org treats both as a guest), and unknown fields in a POST are a 400.
 
 Any ``PURGE`` request is answered 200 and recorded in :attr:`PydotorgDouble.purges`, standing in
-for the CDN in front of python.org. Faults are injected with :meth:`PydotorgDouble.fail`.
+for the CDN in front of python.org. Faults are injected with :meth:`PydotorgDouble.fail` (a
+redirect too: a 3xx status with a ``location``). Setting :attr:`PydotorgDouble.link_origin`
+makes the links it hands out (``meta.next``/``previous``, a create's ``Location``) point to
+another origin, as a misconfigured or hostile server might.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class Fault:
     times: int = 1
     retry_after: str | None = None
     commit: bool = False
+    location: str | None = None  # sent as the Location header (a redirect)
     seen: int = 0
     start: int = 0  # requests of kind ``op`` before the fault was injected
 
@@ -134,6 +138,7 @@ class PydotorgDouble:
             self.oses[pk] = {"name": name, "slug": slug, "resource_uri": f"{API}downloads/os/{pk}/"}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.link_origin = ""  # e.g. "http://127.0.0.2:8000": links point there instead
 
     # -- lifecycle
 
@@ -229,8 +234,10 @@ class PydotorgDouble:
         times: int = 1,
         retry_after: str | int | None = None,
         commit: bool = False,
+        location: str | None = None,
     ) -> Fault:
-        """Inject a fault: e.g. ``fail("create", nth=5, status=500, times=10)``."""
+        """Inject a fault: e.g. ``fail("create", nth=5, status=500, times=10)``, or a
+        redirect: ``fail("list", status=302, location="http://elsewhere/")``."""
         with self._lock:
             fault = Fault(
                 op,
@@ -239,6 +246,7 @@ class PydotorgDouble:
                 times,
                 None if retry_after is None else str(retry_after),
                 commit,
+                location,
                 start=self._counters.get(op, 0),
             )
             self.faults.append(fault)
@@ -366,6 +374,8 @@ class _Handler(BaseHTTPRequestHandler):
                 payload = {"error_message": refusal.message} if refusal.message else None
                 if fault is not None and fault.retry_after is not None:
                     headers["Retry-After"] = fault.retry_after
+                if fault is not None and fault.location is not None:
+                    headers["Location"] = fault.location
             api.requests.append(
                 RecordedRequest(self.command, parts.path, query, user, status, body, api._counts())
             )
@@ -493,7 +503,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         def link(at: int) -> str:
             params = {k: v[-1] for k, v in query.items() if k not in ("limit", "offset")}
-            return f"{API}downloads/{kind}/?" + urlencode({**params, "limit": limit, "offset": at})
+            encoded = urlencode({**params, "limit": limit, "offset": at})
+            return f"{self.owner.link_origin}{API}downloads/{kind}/?{encoded}"
 
         return {
             "meta": {
@@ -556,5 +567,6 @@ class _Handler(BaseHTTPRequestHandler):
                 )
         pk = api._pk()
         api.release_files[pk] = api._file_repr(pk, record)
-        location = api.base_url.rstrip("/") + f"{API}downloads/release_file/{pk}/"
+        origin = api.link_origin or api.base_url.rstrip("/")
+        location = f"{origin}{API}downloads/release_file/{pk}/"
         return 201, None, {"Location": location}
