@@ -7,7 +7,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.state import MIGRATIONS, SCHEMA_VERSION, StateStore
+from tests.waiting import wait_until
 
 RELBOT = Path(sys.executable).with_name("relbot")
 
@@ -35,6 +35,20 @@ def get(url: str) -> tuple[int, str]:
         return err.code, err.read().decode()
 
 
+def scanned(port: int) -> tuple[int, str] | None:
+    """``/healthz`` once the bot has scanned at least once; None before (or not listening)."""
+    try:
+        status, body = get(f"http://127.0.0.1:{port}/healthz")
+    except OSError:
+        return None
+    return (status, body) if json.loads(body)["scans"] >= 1 else None
+
+
+def metrics_with(port: int, line: str) -> tuple[int, str] | None:
+    status, metrics = get(f"http://127.0.0.1:{port}/metrics")
+    return (status, metrics) if line in metrics.splitlines() else None
+
+
 def test_running_bot_serves_healthz_and_metrics(tmp_path: Path) -> None:
     port = free_port()
     (tmp_path / "relbot.toml").write_text(
@@ -47,24 +61,16 @@ def test_running_bot_serves_healthz_and_metrics(tmp_path: Path) -> None:
     )  # fmt: skip
     assert bot.stdin is not None
     try:
-        deadline = time.monotonic() + 20
-        status, body = 0, ""
-        while time.monotonic() < deadline:
-            try:
-                status, body = get(f"http://127.0.0.1:{port}/healthz")
-                if json.loads(body)["scans"] >= 1:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
+        status, body = wait_until("a first scan", lambda: scanned(port), timeout=20)
         assert status == 200 and json.loads(body)["status"] == "ok", body
         bot.stdin.write("/status 3.14.1\n")
         bot.stdin.flush()
-        time.sleep(0.5)
-        status, metrics = get(f"http://127.0.0.1:{port}/metrics")
+        answered = 'relbot_commands_total{command="status"} 1'
+        status, metrics = wait_until(
+            "the /status to be counted", lambda: metrics_with(port, answered), timeout=20
+        )
         assert status == 200
         assert "# TYPE relbot_scans_total counter" in metrics
-        assert 'relbot_commands_total{command="status"} 1' in metrics
         scans = next(line for line in metrics.splitlines() if line.startswith("relbot_scans_total"))
         assert int(scans.split()[1]) >= 1
         for name in ("scan_duration_seconds", "last_successful_scan_timestamp_seconds",
