@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -61,6 +62,27 @@ class LocalStorage:
         if len(data) > limit:
             raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
         return data
+
+    def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
+        target = _inside(self.staging / str(tag), path)
+        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with temp.open("xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            if replace:
+                os.replace(temp, target)
+            else:
+                os.link(temp, target)  # refuses an existing target: no clobbering
+        except FileExistsError as err:
+            raise StorageError(
+                f"{path} already exists in {target.parent}; not overwritten."
+            ) from err
+        except OSError as err:
+            raise StorageError(f"Cannot write {target}: {err.strerror}.") from err
+        finally:
+            temp.unlink(missing_ok=True)
 
     def staging_location(self, tag: ReleaseTag) -> str:
         return f"{self.staging / str(tag)}/"
