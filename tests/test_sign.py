@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from tests.sigstore_instance import SigstoreInstance
 __all__ = ["sigstore_instance"]  # the fixture, imported for pytest
 
 TAG = "3.14.1"
+RELBOT = Path(sys.executable).with_name("relbot")
 
 
 def sign(world_root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
@@ -217,3 +222,39 @@ def test_registered_and_required_files_are_signed_nothing_else(
     assert "amd64/core.msi.sigstore" not in staged
     assert "docs/python-3.14.1-docs.epub.sigstore" in staged  # required: the gate checks it
     assert "python-3.14.1-amd64.exe.sigstore" in staged  # registered on python.org
+
+
+def test_the_out_of_band_login_pastes_a_code_into_the_terminal(
+    tmp_path: Path, sigstore_instance: SigstoreInstance
+) -> None:
+    """On a server terminal: relbot prints the provider's link, the RM opens it elsewhere and
+    pastes the code back; one login signs everything."""
+    world = instance_world(tmp_path, sigstore_instance)
+    paths = world.stage(TAG)
+    env = {k: v for k, v in os.environ.items() if k != "SIGSTORE_IDENTITY_TOKEN"}
+    signer = subprocess.Popen(
+        [str(RELBOT), "sign", TAG, "--oob", "--config", str(tmp_path / "relbot.toml")],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert signer.stdin is not None and signer.stderr is not None
+    try:
+        link = None
+        for line in signer.stderr:
+            if line.strip().startswith(sigstore_instance.url + "/oauth/auth?"):
+                link = line.strip()
+                break
+        assert link is not None, "no login link printed"
+        # The RM opens the link in a browser elsewhere; the provider shows a code.
+        with urllib.request.urlopen(link, timeout=10) as page:
+            code = page.read().decode()
+        out, err = signer.communicate(code + "\n", timeout=120)
+    finally:
+        if signer.poll() is None:
+            signer.kill()
+            signer.wait()
+    assert signer.returncode == 0, out + err
+    assert f"Signed {len(paths)} files of {TAG} as hugo@python.org:" in out
