@@ -64,7 +64,8 @@ class Storage(Protocol):
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
         """Put a small file (a signature) in the release's staging folder, whole or not at
         all: written under a hidden temporary name, then renamed. Without ``replace`` an
-        existing file is never overwritten: StorageError instead."""
+        existing file is never overwritten: StorageError, unless it already holds exactly
+        ``data`` (a repeated write is done)."""
         ...
 
     def staging_location(self, tag: ReleaseTag) -> str:

@@ -46,3 +46,10 @@ def test_a_path_outside_the_release_is_refused(backend: Backend) -> None:
     with pytest.raises(StorageError):
         backend.make().write(T, "../escape.sig", b"x")
     assert not (backend.staging / "escape.sig").exists()
+
+
+def test_the_same_content_found_in_place_is_a_finished_write(backend: Backend) -> None:
+    """A repeated write (say, a retry whose first attempt landed but whose answer was lost)."""
+    backend.write(TAG, "Python-3.14.1.tgz.sig", "c2ln\n")
+    backend.make().write(T, "Python-3.14.1.tgz.sig", b"c2ln\n")
+    assert backend.staged_files(TAG) == {"Python-3.14.1.tgz.sig": b"c2ln\n"}
