@@ -265,7 +265,11 @@ def sign_release(
     for path in bundles:
         if path in failed:
             continue
-        written = storage.read(tag, path + BUNDLE_SUFFIX, MAX_BUNDLE)
+        try:
+            written = storage.read(tag, path + BUNDLE_SUFFIX, MAX_BUNDLE)
+        except StorageError as err:
+            failed[path] = f"written, but it cannot be read back: {err}"
+            continue
         verdict = verifier.verify(tag, path, digests[path], written)
         if verdict.status is SignatureStatus.VALID:
             signed.append(path)
