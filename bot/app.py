@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
 from bot.gate import Gate
@@ -63,16 +65,23 @@ def build_verifier(config: Config) -> SignatureVerifier:
     """Sigstore verification with the trusted root and signers of the config and profile."""
     from bot.signatures import SigstoreVerifier  # sigstore is heavy: loaded when used
 
-    settings = config.model.signatures
-    root = settings.trusted_root
-    if root not in ("production", "staging"):
-        root = str(config.path(root))
-    overrides = settings.identities
+    return SigstoreVerifier(trusted_root=trusted_root_setting(config), signers=signers(config))
+
+
+def trusted_root_setting(config: Config) -> str:
+    """``[signatures] trusted_root``: a pinned root's name, or the file's path resolved."""
+    root = config.model.signatures.trusted_root
+    return root if root in ("production", "staging") else str(config.path(root))
+
+
+def signers(config: Config) -> Callable[[ReleaseTag], tuple[str, str] | None]:
+    """Who signs a tag's branch: ``[signatures] identities``, else the profile's signer."""
+    overrides = config.model.signatures.identities
 
     def signer(tag: ReleaseTag) -> tuple[str, str] | None:
         return overrides.get(tag.branch) or config.profile.signer(tag)
 
-    return SigstoreVerifier(trusted_root=root, signers=signer)
+    return signer
 
 
 def build_gate(

@@ -1,4 +1,4 @@
-"""The ``relbot`` command line: run, manifest, status, audit, check."""
+"""The ``relbot`` command line: run, manifest, status, audit, sign, check."""
 
 from __future__ import annotations
 
@@ -74,6 +74,17 @@ def _parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", parents=[common], help="the audit trail of TAG")
     audit.add_argument("tag")
     audit.set_defaults(func=_audit)
+
+    sign = sub.add_parser("sign", parents=[common], help="sign TAG's staged files (Sigstore)")
+    sign.add_argument("tag")
+    sign.add_argument(
+        "--oob",
+        action="store_true",
+        default=None,
+        help="log in by pasting a code in this terminal (default in an SSH session "
+        "without a display); SIGSTORE_IDENTITY_TOKEN skips the login",
+    )
+    sign.set_defaults(func=_sign)
 
     check = sub.add_parser("check", parents=[common], help="validate config, reach services")
     check.set_defaults(func=_check)
@@ -261,6 +272,15 @@ def _audit(config: Config, args: argparse.Namespace) -> int:
     for event in store.events(tag):
         print(audit_line(event))
     return 0
+
+
+def _sign(config: Config, args: argparse.Namespace) -> int:
+    """Sign what ``tag`` still lacks, with one login; exit 1 if anything stays unsigned."""
+    from bot.signing import run_sign  # sigstore is heavy: loaded when used
+
+    outcome = run_sign(config, ReleaseTag.parse(args.tag), oob=args.oob)
+    print(outcome.report())
+    return 0 if outcome.ok else 1
 
 
 def _check(config: Config, args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from bot.config import Config
 from bot.domain import commands as cmd
@@ -23,7 +24,7 @@ from bot.domain.files import Listing, SnapshotFile, changed_since, needs_digest
 from bot.domain.history import EventKind, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.readiness import Readiness, compute_readiness
-from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
+from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus, sign_command
 from bot.domain.tags import ReleaseTag
 from bot.errors import (
     PromotionConflict,
@@ -414,10 +415,18 @@ class Gate:
             except RegistryError as err:
                 blockers.append(f"python.org: {err}")
         if blockers:
-            raise Refusal(f"{tag} cannot be published yet: " + "; ".join(blockers) + ".")
+            text = f"{tag} cannot be published yet: " + "; ".join(blockers) + "."
+            if self._require_signatures and readiness.unsigned:
+                text += f" To sign what lacks a signature, run: {self._sign_line(tag)}"
+            raise Refusal(text)
         paths = [f.path for role in readiness.roles for f in role.present]
         digests = await self._digest(tag, listing, paths, fresh=fresh)
         return make_plan(self.profile, readiness, listing, digests)
+
+    def _sign_line(self, tag: ReleaseTag) -> str:
+        origin = self.config.origin  # a file's path, or "built-in default"
+        from_file = origin != "built-in default"
+        return sign_command(tag, str(self.config.path(Path(origin).name)) if from_file else None)
 
     async def _run_pipeline(self, state: ReleaseState) -> None:
         """promote → register → purge → announce, each step journaled and idempotent, so a

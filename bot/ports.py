@@ -61,6 +61,13 @@ class Storage(Protocol):
         """A small staged file (a signature bundle), whole; StorageError past ``limit`` bytes."""
         ...
 
+    def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
+        """Put a small file (a signature) in the release's staging folder, whole or not at
+        all: written under a hidden temporary name, then renamed. Without ``replace`` an
+        existing file is never overwritten: StorageError, unless it already holds exactly
+        ``data`` (a repeated write is done)."""
+        ...
+
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages (``/srv/staging/3.14.1/``)."""
         ...

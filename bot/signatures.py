@@ -25,7 +25,13 @@ from cryptography import x509
 from cryptography.x509.oid import ObjectIdentifier
 from sigstore.errors import CertValidationError, Error, VerificationError
 from sigstore.hashes import Hashed
-from sigstore.models import Bundle, IncompatibleEntry, InvalidBundle, TrustedRoot
+from sigstore.models import (
+    Bundle,
+    ClientTrustConfig,
+    IncompatibleEntry,
+    InvalidBundle,
+    TrustedRoot,
+)
 from sigstore.verify import Verifier
 from sigstore.verify.policy import Identity
 from sigstore_models.common.v1 import HashAlgorithm
@@ -34,7 +40,7 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
 from bot.ports import SignatureResult, SignatureStatus
 
-__all__ = ["PINNED_ROOTS", "CacheInfo", "SigstoreVerifier"]
+__all__ = ["PINNED_ROOTS", "CacheInfo", "SigstoreVerifier", "is_client_trust_config"]
 
 _logger = logging.getLogger(__name__)
 
@@ -47,6 +53,7 @@ _OIDC_ISSUER_OID = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 _OTHERNAME_OID = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
 _SHA256_RE = re.compile(r"[0-9a-fA-F]{64}")
 _BUNDLE_V01 = "application/vnd.dev.sigstore.bundle+json;version=0.1"
+_CLIENT_TRUST_CONFIG = "application/vnd.dev.sigstore.clienttrustconfig"
 _KNOWN_MEDIA_TYPES = frozenset(kind.value for kind in Bundle.BundleType)
 # Results are tiny, but a long-running bot sees many bundles: keep the newest ones.
 _CACHE_LIMIT = 4096
@@ -90,9 +97,10 @@ class SigstoreVerifier:
     """Verifies ``FILE.sigstore`` bundles offline; implements :class:`bot.ports.SignatureVerifier`.
 
     ``trusted_root`` is ``"production"``, ``"staging"`` (the roots pinned in this package) or
-    the path of a ``trusted_root.json``. ``signers`` gives the (identity, issuer) expected for
-    a tag's branch, or None when nobody is configured. No network and no cache directory are
-    used. Safe to call from several worker threads.
+    the path of a ``trusted_root.json`` or of a client trust config (a private instance's
+    trusted root and signing config, whose trusted root is used). ``signers`` gives the
+    (identity, issuer) expected for a tag's branch, or None when nobody is configured. No
+    network and no cache directory are used. Safe to call from several worker threads.
 
     Raises :class:`bot.errors.ConfigError` if the trusted root cannot be loaded.
     """
@@ -279,12 +287,17 @@ def _load_root(name_or_path: str) -> _Root:
 def _read_root(file: Path, label: str) -> _Root:
     try:
         text = file.read_bytes()
-        trusted_root = TrustedRoot.from_file(str(file))
         document: object = json.loads(text)
+        if is_client_trust_config(document):
+            # A private instance's trusted root + signing config: verify with its root.
+            trusted_root = ClientTrustConfig.from_json(text.decode()).trusted_root
+            document = _dig(document, "trustedRoot")
+        else:
+            trusted_root = TrustedRoot.from_file(str(file))
     except (OSError, ValueError, Error) as err:
         raise ConfigError(
             f"signatures.trusted_root: {label} is not a usable trusted_root.json "
-            f"({_first_line(err)})."
+            f"or client trust config ({_first_line(err)})."
         ) from err
     tlogs = _dig(document, "tlogs")
     ids = (
@@ -302,6 +315,12 @@ def _read_root(file: Path, label: str) -> _Root:
 def _pinned_log_ids(name: str) -> frozenset[bytes]:
     """Log ids of a pinned root, to name the Sigstore instance a foreign bundle came from."""
     return _load_root(name).log_ids
+
+
+def is_client_trust_config(document: object) -> bool:
+    """Whether a parsed JSON document is a ClientTrustConfig (trusted root + signing config)."""
+    media_type = _dig(document, "mediaType")
+    return isinstance(media_type, str) and media_type.startswith(_CLIENT_TRUST_CONFIG)
 
 
 def _dig(node: object, *steps: str | int) -> object:

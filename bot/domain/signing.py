@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from enum import StrEnum
+
+from bot.domain.tags import ReleaseTag
 
 BUNDLE_SUFFIX = ".sigstore"
 
@@ -25,3 +28,9 @@ class SignatureResult:
 
     def describe(self) -> str:
         return f"{self.path}: {self.reason or self.status.value}"
+
+
+def sign_command(tag: ReleaseTag, config_file: str | None) -> str:
+    """The line a release manager runs to sign what ``tag`` still lacks (``relbot sign``)."""
+    line = f"relbot sign {tag}"
+    return f"{line} --config {shlex.quote(config_file)}" if config_file else line

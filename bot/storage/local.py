@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -61,6 +62,29 @@ class LocalStorage:
         if len(data) > limit:
             raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
         return data
+
+    def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
+        target = _inside(self.staging / str(tag), path)
+        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with temp.open("xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            if replace:
+                os.replace(temp, target)
+            else:
+                os.link(temp, target)  # refuses an existing target: no clobbering
+        except FileExistsError as err:
+            if _holds(target, data):
+                return  # the same bytes already in place: a repeated write, done
+            raise StorageError(
+                f"{path} already exists in {target.parent}; not overwritten."
+            ) from err
+        except OSError as err:
+            raise StorageError(f"Cannot write {target}: {err.strerror}.") from err
+        finally:
+            temp.unlink(missing_ok=True)
 
     def staging_location(self, tag: ReleaseTag) -> str:
         return f"{self.staging / str(tag)}/"
@@ -186,6 +210,14 @@ def _inside(root: Path, relative: str) -> Path:
     if ".." in Path(relative).parts or Path(relative).is_absolute():
         raise StorageError(f"{relative!r} is not a path inside {root}.")
     return path
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(data) + 1) == data
+    except OSError:
+        return False
 
 
 def _sha256(path: Path) -> str:

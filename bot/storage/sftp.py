@@ -7,9 +7,11 @@ channel, and a promotion is a folder rename or one shell batch of no-clobber mov
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import posixpath
+import secrets
 import shlex
 import stat
 import threading
@@ -254,6 +256,43 @@ class SftpStorage:
             return data
 
         return self._call(f"read {full}", op)
+
+    def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
+        """Write a small staged file under a temporary name, then rename it into place (an
+        existing file only with ``replace``). Raises :class:`StorageError`."""
+        full = _inside(self._release(tag), path)
+        folder, name = posixpath.split(full)
+        temp = posixpath.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+
+        def op(conn: _Connection) -> None:
+            try:
+                self.requests["write"] += 1
+                with conn.sftp.open(temp, "wb") as f:
+                    f.write(data)
+                if replace:
+                    self.requests["rename"] += 1
+                    conn.sftp.posix_rename(temp, full)
+                else:
+                    self._link(conn, temp, full)  # refuses an existing target
+            except OSError as err:
+                if not replace and self._lstat(conn, full) is not None:
+                    if self._holds(conn, full, data):
+                        return  # written by an attempt whose answer was lost: done
+                    raise StorageError(
+                        f"{path} already exists in {folder}; not overwritten."
+                    ) from err
+                raise
+            finally:
+                with contextlib.suppress(OSError):
+                    conn.sftp.remove(temp)
+
+        self._call(f"write {full}", op)
+
+    def _holds(self, conn: _Connection, path: str, data: bytes) -> bool:
+        """Whether a small file on the server has exactly ``data``."""
+        self.requests["read"] += 1
+        with conn.sftp.open(path, "rb") as f:
+            return bool(f.read(len(data) + 1) == data)
 
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages."""
