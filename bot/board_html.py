@@ -25,7 +25,8 @@ caption{text-align:left;font-weight:600;padding:.3em 0}
 th,td{border:1px solid #bbb;padding:.3em .5em;text-align:left;vertical-align:top}
 thead th{background:#eee}
 td.num{text-align:right;white-space:nowrap}
-code.sha{font-size:.8em;word-break:break-all;display:inline-block;max-width:17em}
+code.sha{font-size:.8em;word-break:break-all;display:inline-block;max-width:33ch}
+dt{font-weight:600}dd{margin:0 0 .4em 1.5em}
 .state{display:inline-block;padding:0 .45em;border-radius:.3em;font-weight:600;
 border:1px solid currentColor;white-space:nowrap}
 .good{background:#d9f2dc;color:#0b5a1c}.wait{background:#dde8f7;color:#123f7a}
@@ -33,6 +34,7 @@ border:1px solid currentColor;white-space:nowrap}
 .none{background:#eee;color:#333}
 .headline{font-size:1.2rem;padding:.5em .7em;border-radius:.3em}
 #live{color:#555;font-size:.9rem}
+td .headline{font-size:1rem;margin:0}
 """
 
 SCRIPT = """
@@ -118,7 +120,7 @@ def page(title: str, kind: str, header: str, body: str, refresh: int, scanned_at
         f'<noscript><meta http-equiv="refresh" content="{refresh * 6}"></noscript></head>'
         f'<body data-kind="{_e(kind)}" data-refresh="{refresh}">'
         f'<header><p><a href="/">Release board</a></p>{header}</header>'
-        f"<main>{body}</main>"
+        f'<main id="board">{body}</main>'
         '<footer><p id="asof" data-live="">Staging last scanned: '
         f"{scanned}. Read-only: commands are given in the release channel.</p>"
         '<p id="live">Without JavaScript, reload the page to update it.</p></footer>'
@@ -145,7 +147,11 @@ def index_body(
             f"<td>{_headline(view)}{_blocker_list(view)}</td>{cells}</tr>"
         )
     open_html = (
-        _table("Open releases", ["Release", "Headline", *roles], rows)
+        _table(
+            "Each open release: can it be published, and its roles",
+            ["Release", "Headline", *roles],
+            rows,
+        )
         if rows
         else "<p>No open release: stage files to start one.</p>"
     )
@@ -155,7 +161,7 @@ def index_body(
         for v in published
     ]
     done_html = (
-        _table("Recently published", ["Release", "Published by", "At"], done)
+        _table("The last releases published", ["Release", "Published by", "At"], done)
         if done
         else "<p>Nothing published yet.</p>"
     )
@@ -276,7 +282,7 @@ def _files(view: ReleaseView) -> str:
         if view.listed:
             return "<p>Nothing is staged.</p>"
         return "<p>Staging has not been listed since the bot started; it is at the next scan.</p>"
-    rows = [_file_row(f) for f in view.files]
+    rows = [_file_row(f, view.signatures_required) for f in view.files]
     rule = "required" if view.signatures_required else "shown, not required"
     caption = (
         f"{len(view.files)} files (signatures {rule}); "
@@ -286,15 +292,19 @@ def _files(view: ReleaseView) -> str:
     return _table(caption, headers, rows)
 
 
-def _file_row(f: FileView) -> str:
+def _file_row(f: FileView, required_signatures: bool) -> str:
     status = f.status + ("" if f.required or f.role is None else " (optional)")
     size = "—" if f.size is None else f'<data value="{f.size}">{_e(size_text(f.size))}</data>'
     sha = f'<code class="sha">{_e(f.sha256)}</code>' if f.sha256 else "not hashed yet"
     if f.signature is None:
         signature = "not checked"
     else:
-        reason = f" {_e(f.signature_reason)}" if f.signature_reason else ""
-        signature = _badge(f.signature, SIGNATURE_TONE.get(f.signature, "none")) + reason
+        invalid = f.signature == "invalid" and f.signature_reason  # why; a missing one is plain
+        reason = f" ({_e(f.signature_reason)})" if invalid else ""
+        tone = SIGNATURE_TONE.get(f.signature, "none")
+        if f.signature == "missing" and not required_signatures:
+            tone = "none"  # a release that does not sign would drown in warnings
+        signature = _badge(f.signature, tone) + reason
     target = _e(f.target) if f.target else "not published (no role may stage it)"
     return (
         f'<tr><th scope="row">{_e(f.path)}</th><td>{_e(f.role or "—")}</td>'
