@@ -47,6 +47,7 @@ SCRIPT = """
   function swap(page) {
     var fresh = new DOMParser().parseFromString(page, "text/html");
     if (fresh.body.getAttribute("data-kind") !== kind) { location.reload(); return; }
+    document.title = fresh.title;
     fresh.querySelectorAll("[data-live]").forEach(function (node) {
       var old = document.getElementById(node.id);
       if (old && old.innerHTML !== node.innerHTML) { old.innerHTML = node.innerHTML; }

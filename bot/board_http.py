@@ -18,7 +18,7 @@ from bot.board_html import (
     page,
     release_body,
 )
-from bot.domain.tags import ReleaseTag
+from bot.domain.tags import ReleaseTag, quote_input
 from bot.errors import RelbotError
 from bot.gate import Gate
 
@@ -99,9 +99,9 @@ class BoardRoutes:
         view = await self.view(name)
         scanned = self._gate.metrics.last_successful_scan
         if view is None:
-            text = f"The bot has never seen a release {name!r}: nothing staged, nothing said."
+            text = f"The bot has never seen a release {quote_input(name)}: nothing staged or said."
             html = page(
-                f"{name}: not found",
+                "Release not found",
                 "missing",
                 "<h1>Release not found</h1>",
                 not_found_body(text),
@@ -124,7 +124,7 @@ class BoardRoutes:
         name = request.match_info["tag"]
         view = await self.view(name)
         if view is None:
-            body = {"error": f"The bot has never seen a release {name!r}."}
+            body = {"error": f"The bot has never seen a release {quote_input(name)}."}
             return web.json_response(body, status=404, headers=SAFE_HEADERS)
         return web.json_response(view.to_json(), headers=SAFE_HEADERS, dumps=_dumps)
 
