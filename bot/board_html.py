@@ -110,9 +110,9 @@ def _table(caption: str, headers: Sequence[str], rows: Sequence[str]) -> str:
     )
 
 
-def page(title: str, kind: str, header: str, body: str, refresh: int, scanned_at: float) -> str:
-    """A whole page: ``kind`` tells the script which page it is on (a 404 that becomes a
-    release reloads), ``refresh`` how many seconds between its checks."""
+def page(title: str, kind: str, heading: str, body: str, refresh: int, scanned_at: float) -> str:
+    """A whole page around ``body`` (HTML): ``kind`` tells the script which page it is on (a
+    404 that becomes a release reloads), ``refresh`` how many seconds between its checks."""
     scanned = _time(scanned_at) if scanned_at else "not yet"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -120,11 +120,12 @@ def page(title: str, kind: str, header: str, body: str, refresh: int, scanned_at
         f"<title>{_e(title)}</title><style>{STYLE}</style>"
         f'<noscript><meta http-equiv="refresh" content="{refresh * 6}"></noscript></head>'
         f'<body data-kind="{_e(kind)}" data-refresh="{refresh}">'
-        f'<header><p><a href="/">Release board</a></p>{header}</header>'
+        f'<header><p><a href="/">Release board</a></p><h1>{_e(heading)}</h1></header>'
         f'<main id="board">{body}</main>'
         '<footer><p id="asof" data-live="">Staging last scanned: '
         f"{scanned}. Read-only: commands are given in the release channel.</p>"
-        '<p id="live">Without JavaScript, reload the page to update it.</p></footer>'
+        f'<p id="live">Without JavaScript, this page reloads itself every {refresh * 6} s.</p>'
+        "</footer>"
         f"<script>{SCRIPT}</script></body></html>"
     )
 

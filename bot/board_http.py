@@ -81,13 +81,12 @@ class BoardRoutes:
             published[:RECENTLY_PUBLISHED],
             gate.profile.roles,
         )
-        header = "<h1>Releases</h1>"
         return self._html(
             request,
             page(
                 "Release board",
                 "index",
-                header,
+                "Releases",
                 body,
                 self.refresh,
                 gate.metrics.last_successful_scan,
@@ -103,17 +102,16 @@ class BoardRoutes:
             html = page(
                 "Release not found",
                 "missing",
-                "<h1>Release not found</h1>",
+                "Release not found",
                 not_found_body(text),
                 self.refresh,
                 scanned,
             )
             return self._html(request, html, status=404)
-        header = f"<h1>Release {view.tag}</h1>"
         html = page(
             f"{view.tag}: {view.headline}",
             "release",
-            header,
+            f"Release {view.tag}",
             release_body(view),
             self.refresh,
             scanned,
