@@ -326,3 +326,53 @@ async def test_an_unchanged_page_is_revalidated_with_its_etag(
     await world.say("hugo", "/ready source 3.14.1")
     changed = await board.get("/releases/3.14.1", headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed.headers["ETag"] != etag
+
+
+class Tables(HTMLParser):
+    """For each table: its caption, its column headers' scopes, and each body row's first
+    cell (a row header, or not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict[str, Any]] = []
+        self._in: list[str] = []
+        self._first_cell = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append({"caption": False, "col_scopes": [], "row_heads": []})
+        elif tag == "caption":
+            self.tables[-1]["caption"] = True
+        elif tag == "tr" and "tbody" in self._in:
+            self._first_cell = True
+        elif tag in ("th", "td"):
+            if "thead" in self._in:
+                self.tables[-1]["col_scopes"].append(dict(attrs).get("scope"))
+            elif self._first_cell:
+                self.tables[-1]["row_heads"].append(dict(attrs).get("scope") == "row")
+                self._first_cell = False
+        self._in.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._in and self._in.pop() != tag:
+            pass
+
+
+async def test_every_table_has_a_caption_column_headers_and_row_headers(
+    world: World, board: httpx.AsyncClient
+) -> None:
+    world.stage("3.14.1")
+    await world.gate.scan()
+    await world.ready_all("3.14.1")
+    await world.say("ned", "/hold 3.14.1 wait")
+    for path in ["/", "/releases/3.14.1"]:
+        parser = Tables()
+        parser.feed((await board.get(path)).text)
+        assert parser.tables, path
+        for table in parser.tables:
+            assert table["caption"], table
+            assert table["col_scopes"] and set(table["col_scopes"]) == {"col"}, table
+            assert table["row_heads"] and all(table["row_heads"]), table
+    page = (await board.get("/releases/3.14.1")).text
+    for word in ("ready", "present", "held by ned: wait"):  # states in words, not only colour
+        assert word in page
