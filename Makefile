@@ -1,6 +1,6 @@
 # `make run`: the bot on the built-in local default (console, local folders, SQLite).
-# `make test`: installs what the tests need (Python deps, openssh-server, systemd), then
-# lints, type-checks and runs the tests.
+# `make test`: installs what the tests need (Python deps, openssh-server, systemd, chromium),
+# then lints, type-checks and runs the tests.
 
 VENV ?= .venv
 PYTHON ?= python3
@@ -20,11 +20,14 @@ install: $(BIN)/relbot
 run: install
 	$(BIN)/relbot run
 
-# The SFTP tests start a real sshd on 127.0.0.1; the deploy tests verify the systemd unit.
+# The SFTP tests start a real sshd on 127.0.0.1; the deploy tests verify the systemd unit;
+# the release board's tests drive Debian's chromium through its chromedriver.
 system-deps:
 	@missing=""; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	test -x /usr/bin/chromedriver || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \

@@ -155,9 +155,11 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
     if config.model.health is None:
         yield
         return
+    from bot.board_http import BoardRoutes
     from bot.health import HealthServer
 
     server = HealthServer(gate.metrics, config.model.poll_interval, config.model.health.port)
+    server.serve_board(BoardRoutes(gate))
     try:
         await server.start()
     except OSError as err:

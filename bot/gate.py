@@ -13,7 +13,7 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -58,10 +58,24 @@ class _Observation:
     """What the bot last saw of a release's staging folder, and what it told the channel."""
 
     listing: Listing | None = None
+    previous: Listing | None = None  # the listing before ``listing`` (says what was growing)
     signatures: tuple[SignatureResult, ...] = ()
+    preflight: tuple[float, str] | None = None  # (when, python.org's objection or "")
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
     summary_text: str = ""
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A release as the bot last saw it, for read-only views (the board): the state folded
+    from the log now, readiness from the last listing a scan or command took, and why
+    ``/publish`` would refuse (empty: it would offer a plan)."""
+
+    state: ReleaseState
+    readiness: Readiness | None  # None once published, or before staging was first listed
+    digests: Mapping[str, str]  # SHA-256 of staged files hashed while unchanged since
+    blockers: tuple[str, ...]
 
 
 @dataclass
@@ -506,6 +520,7 @@ class Gate:
             await self._sleep(self._settle)
             previous, listing = listing, await self._list(tag)
         self._observation(tag).listing = listing
+        self._observation(tag).previous = previous
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
         return readiness, listing
 
@@ -621,6 +636,7 @@ class Gate:
             listing = {}
         previous = self._seen_listing(tag)
         self._observation(tag).listing = listing
+        self._observation(tag).previous = previous
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
@@ -637,6 +653,59 @@ class Gate:
                 continue  # a folder that is not a release: not ours to judge
         tags.update(self.store.open_tags())
         return sorted(tags)
+
+    def listed_tags(self) -> list[ReleaseTag]:
+        """Releases whose staging the bot has listed since it started (no I/O)."""
+        seen = self._seen.items()
+        return sorted(ReleaseTag.parse(name) for name, o in seen if o.listing is not None)
+
+    async def observed(self, tag: ReleaseTag) -> Observed:
+        """``tag`` as last seen, and what ``/publish TAG`` would refuse for now, listing and
+        hashing nothing (the board calls it on every request). python.org, ``/publish``'s last
+        check, is asked only when nothing else blocks, and at most once per poll interval."""
+        state = self.store.release(tag)
+        seen = self._seen.get(str(tag))
+        blockers = []
+        if not self.team.rms_of(tag.branch):
+            blockers.append(f"no release manager is configured for {tag.branch}")
+        if state.is_published:
+            return Observed(state, None, {}, (*blockers, f"{tag} is already published"))
+        if state.publishing is not None:
+            return Observed(state, None, {}, (*blockers, f"{tag} is being published right now"))
+        if seen is None or seen.listing is None:
+            return Observed(state, None, {}, (*blockers, "staging has not been listed yet"))
+        listing = seen.listing
+        readiness = self._readiness(tag, listing, seen.previous, state)
+        digests = {
+            path: digest
+            for (name, path), (stamp, digest) in self._digests.items()
+            if name == str(tag) and path in listing and listing[path].stamp == stamp
+        }
+        blockers += readiness.blockers
+        for role, claim in state.claims.items():  # /publish withdraws these claims first
+            if changed := changed_since(claim.snapshot, listing, digests):
+                blockers.append(f"{role}: {', '.join(changed)} changed after /ready")
+        if not blockers and self.registry is not None:  # as /publish: only when all else is fine
+            objection = await self._preflight_lately(tag, seen)
+            blockers += [f"python.org: {objection}"] if objection else []
+        return Observed(state, readiness, digests, tuple(blockers))
+
+    async def _preflight_lately(self, tag: ReleaseTag, seen: _Observation) -> str:
+        """python.org's objection to publishing ``tag`` ("" for none), asked again only when
+        the last answer is a poll interval old and no command holds the release."""
+        assert self.registry is not None
+        last = seen.preflight
+        fresh = last is not None and self._clock() - last[0] < self.config.model.poll_interval
+        if last is not None and (fresh or self._lock(tag).locked()):
+            return last[1]
+        async with self._lock(tag):
+            try:
+                await asyncio.to_thread(self.registry.preflight, tag)
+                objection = ""
+            except RegistryError as err:
+                objection = str(err)
+        seen.preflight = (self._clock(), objection)
+        return objection
 
     # -- channel -----------------------------------------------------------------------------
 

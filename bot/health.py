@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from bot.metrics import Metrics
 
+if TYPE_CHECKING:
+    from bot.board_http import BoardRoutes
+
 
 class HealthServer:
     """Healthy while scans succeed: the last one read staging within three poll intervals
     (or the bot is still within its first three)."""
+
+    _board: BoardRoutes | None = None  # the release board, once serve_board() asked for it
 
     def __init__(self, metrics: Metrics, poll_interval: float, port: int, host: str = "127.0.0.1"):
         self._metrics = metrics
@@ -24,9 +30,15 @@ class HealthServer:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics_text)
+        if self._board is not None:  # the release board: /, /releases/TAG, /api/releases/TAG
+            self._board.register(app.router)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, self._port).start()
+
+    def serve_board(self, board: BoardRoutes) -> None:
+        """Serve the release board too (call before :meth:`start`)."""
+        self._board = board
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -147,3 +147,8 @@ def _event_detail(event: Event) -> str:
             return f"{data['command']!r}: {data['reason']}"
         case _:
             return str(data.get("reason", ""))
+
+
+def event_detail(event: Event) -> str:
+    """What one event did, in words (the last column of ``relbot audit``; never a code)."""
+    return _event_detail(event)
