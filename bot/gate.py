@@ -696,7 +696,7 @@ class Gate:
         assert self.registry is not None
         last = seen.preflight
         fresh = last is not None and self._clock() - last[0] < self.config.model.poll_interval
-        if last is not None and (fresh or self._lock(tag).locked()):
+        if last is not None and (fresh or self._locks.locked(str(tag))):
             return last[1]
         async with self._lock(tag):
             try:

@@ -30,6 +30,10 @@ class ReleaseLocks:
             else:
                 self._locks[key] = (lock, users - 1)
 
+    def locked(self, key: str) -> bool:
+        """Whether a task holds or awaits ``key``'s lock right now."""
+        return key in self._locks
+
     def keys(self) -> set[str]:
         """The keys whose lock is held or awaited right now."""
         return set(self._locks)
