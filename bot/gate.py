@@ -535,7 +535,7 @@ class Gate:
         results = []
         for role in readiness.roles:
             for f in role.files:
-                if f.required and f.path in listing:
+                if f.required and f.path in listing and self.profile.needs_signature(tag, f.path):
                     results.append(await self._signature(tag, f.path, listing))
         self._observation(tag).signatures = tuple(results)
         return replace(readiness, signatures=tuple(results))

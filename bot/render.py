@@ -9,6 +9,7 @@ from bot.domain.commands import USAGE
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.readiness import Readiness, RoleReadiness
+from bot.domain.release_cycle import SOURCE_ONLY
 from bot.domain.signing import SignatureStatus
 
 HELP_LINES = {
@@ -95,7 +96,15 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         if missing:  # one line, a few names
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             lines.append(f"    unsigned: {', '.join(missing[:3])}{more}")
+    if readiness.branch_status is not None:
+        lines.append("  " + branch_line(readiness.tag.branch, readiness.branch_status))
     return "\n".join(lines)
+
+
+def branch_line(branch: str, status: str) -> str:
+    """``branch 3.12: security (source and docs only)``."""
+    only = " (source and docs only)" if status in SOURCE_ONLY else ""
+    return f"branch {branch}: {status}{only}"
 
 
 def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:

@@ -66,6 +66,7 @@ class Readiness:
     holds: tuple[Hold, ...] = ()
     signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
     signatures_required: bool = False
+    branch_status: str | None = None  # from the release cycle (None: not listed)
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -127,7 +128,7 @@ def compute_readiness(
     claims = claims or {}
     withdrawals = withdrawals or {}
     per_role: dict[str, list[FileReadiness]] = {role: [] for role in profile.roles_for(tag)}
-    required = {f.path: f.role for f in profile.expected(tag)}
+    required = {f.path: f.role for f in profile.expected(tag, listing.keys())}
     for path, role in required.items():
         entry = listing.get(path)
         status = FileStatus.MISSING if entry is None else _status(entry, previous)
@@ -154,7 +155,7 @@ def compute_readiness(
         RoleReadiness(role, tuple(files), claims.get(role), withdrawals.get(role))
         for role, files in per_role.items()
     )
-    return Readiness(tag, roles, tuple(stray), holds)
+    return Readiness(tag, roles, tuple(stray), holds, branch_status=profile.status(tag))
 
 
 def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:
