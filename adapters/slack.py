@@ -53,6 +53,8 @@ COMMANDS: dict[str, str] = {
     "/unhold": "/unhold",
     "/publish": "/publish",
     "/respin": "/respin",
+    "/waive": "/waive",
+    "/unwaive": "/unwaive",
     "/relbot-help": "/help",
 }
 # Answers to questions stay with whoever asked; changes are shown to the channel.

@@ -24,6 +24,7 @@ from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.readiness import Readiness, compute_readiness
 from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import WaiverError, resolve_target
 from bot.errors import (
     PromotionConflict,
     RegistryError,
@@ -220,6 +221,10 @@ class Gate:
                 return await self._confirm(person, command, state)
             case cmd.Respin():
                 return await self._respin(person, tag, state)
+            case cmd.Waive():
+                return await self._waive(person, command, state)
+            case cmd.Unwaive():
+                return await self._unwaive(person, command, state)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _ready(self, person: str, command: cmd.Ready, state: ReleaseState) -> Reply:
@@ -372,6 +377,39 @@ class Gate:
             Tone.SUCCESS,
         )
 
+    async def _waive(self, person: str, command: cmd.Waive, state: ReleaseState) -> Reply:
+        tag, target = command.tag, command.target
+        self._require_rm(person, tag, "waive rules for")
+        if target in state.waivers:
+            raise Refusal(
+                f"{target} is already waived for {tag}; /unwaive {tag} {target} undoes it."
+            )
+        staged = await asyncio.to_thread(self.storage.list_staging, tag) or {}
+        try:
+            is_role = resolve_target(self.profile, tag, target, staged)
+        except WaiverError as err:
+            raise Refusal(str(err)) from err
+        self.store.append(
+            tag, person, EventKind.WAIVED, target=target, role=is_role, reason=command.reason
+        )
+        what = "needs no /ready" if is_role else "no longer blocks"
+        why = f": {command.reason}" if command.reason else ""
+        await self._notice(tag, f"{person} waived {target} for {tag} ({what}){why}.")
+        await self._refresh(tag)
+        return Reply(
+            f"{target} is waived for {tag}; /unwaive {tag} {target} undoes it.", Tone.SUCCESS
+        )
+
+    async def _unwaive(self, person: str, command: cmd.Unwaive, state: ReleaseState) -> Reply:
+        tag, target = command.tag, command.target
+        self._require_rm(person, tag, "undo waivers of")
+        if target not in state.waivers:
+            raise Refusal(f"{target} is not waived for {tag}.")
+        self.store.append(tag, person, EventKind.UNWAIVED, target=target)
+        await self._notice(tag, f"{person} undid the waiver of {target} for {tag}.")
+        await self._refresh(tag)
+        return Reply(f"{target} is no longer waived for {tag}.", Tone.SUCCESS)
+
     async def _status(self, tag: ReleaseTag | None) -> Reply:
         tags = [tag] if tag is not None else await self.open_tags()
         if not tags:
@@ -518,6 +556,7 @@ class Gate:
             claims=state.claims,
             withdrawals=state.withdrawals,
             holds=tuple(state.holds.values()),
+            waivers=tuple(state.waivers.values()),
         )
         return replace(
             readiness,
@@ -703,6 +742,8 @@ def _plan_difference(old: PublishPlan, new: PublishPlan) -> str:
     changes = [f"{p} added" for p in after.keys() - before.keys()]
     changes += [f"{p} removed" for p in before.keys() - after.keys()]
     changes += [f"{p} changed" for p in before.keys() & after.keys() if before[p] != after[p]]
+    if old.waivers != new.waivers:
+        changes.append("waivers changed")
     return ", ".join(sorted(changes)) or "files changed"
 
 

@@ -20,6 +20,9 @@ HELP_LINES = {
     "unhold": "lift a hold (the holder or the release manager)",
     "publish": "release manager: see the plan, then confirm with the code it gives",
     "respin": "release manager: withdraw every claim and pending confirmation of TAG",
+    "waive": "release manager: for TAG only, a file that will not come, an extra file to "
+    "publish, or a role that needs no /ready",
+    "unwaive": "release manager: undo that waiver",
     "help": "this list",
 }
 
@@ -51,6 +54,10 @@ def when(at: float) -> str:
 
 def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
     """(status word, detail) for one role of the summary."""
+    if role.excused and role.waiver is not None:
+        return "waived", f"by {role.waiver.person}" + (
+            f": {role.waiver.reason}" if role.waiver.reason else ""
+        )
     required = [f for f in role.files if f.required]
     if role.problems:
         detail = ", ".join(f.describe() for f in role.problems)
@@ -96,6 +103,7 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         if missing:  # one line, a few names
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             lines.append(f"    unsigned: {', '.join(missing[:3])}{more}")
+    lines += [f"  waived: {w.describe()}" for w in readiness.waivers if not w.is_role]
     if readiness.branch_status is not None:
         lines.append("  " + branch_line(readiness.tag.branch, readiness.branch_status))
     return "\n".join(lines)
@@ -114,6 +122,7 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
         lines.append(
             f"  {role:<8} {count(len(files), 'file'):<9} -> {', '.join(f + '/' for f in folders)}"
         )
+    lines += [f"  waived: {waiver}" for waiver in plan.waivers]
     lines.append(
         "Every file becomes public together (one rename into a new folder, otherwise one "
         "millisecond batch), then the release is registered and announced."
@@ -154,5 +163,9 @@ def _event_detail(event: Event) -> str:
             return f"{data['files']} files, {size_text(int(data['size']))}"
         case EventKind.REFUSED:
             return f"{data['command']!r}: {data['reason']}"
+        case EventKind.WAIVED:
+            return str(data["target"]) + (f": {data['reason']}" if data.get("reason") else "")
+        case EventKind.UNWAIVED:
+            return str(data["target"])
         case _:
             return str(data.get("reason", ""))

@@ -15,6 +15,7 @@ from bot.domain.claims import Claim, Hold, Withdrawal
 from bot.domain.files import SnapshotFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import Waiver
 
 
 class EventKind(StrEnum):
@@ -30,6 +31,8 @@ class EventKind(StrEnum):
     PUBLISHED = "published"  # files, size
     ABORTED = "aborted"  # reason: a publish stopped before anything moved
     REFUSED = "refused"  # command, reason (audit only: changes no state)
+    WAIVED = "waived"  # target, role (bool), reason
+    UNWAIVED = "unwaived"  # target
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class ReleaseState:
     steps_done: dict[str, str] = field(default_factory=dict)  # step → detail
     published_at: float | None = None
     published_by: str | None = None
+    waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
 
     @property
     def is_published(self) -> bool:
@@ -72,11 +76,15 @@ class ReleaseState:
 
 
 def plan_to_json(plan: PublishPlan) -> dict[str, Any]:
-    return {"digest": plan.digest, "files": [f.to_json() for f in plan.files]}
+    data: dict[str, Any] = {"digest": plan.digest, "files": [f.to_json() for f in plan.files]}
+    if plan.waivers:
+        data["waivers"] = list(plan.waivers)
+    return data
 
 
 def plan_from_json(tag: ReleaseTag, data: Mapping[str, Any]) -> PublishPlan:
-    return PublishPlan(tag, tuple(PlanFile.from_json(f) for f in data["files"]))
+    files = tuple(PlanFile.from_json(f) for f in data["files"])
+    return PublishPlan(tag, files, tuple(data.get("waivers", ())))
 
 
 def fold(tag: ReleaseTag, events: Iterable[Event]) -> ReleaseState:
@@ -126,6 +134,12 @@ def _apply(state: ReleaseState, event: Event) -> None:
         case EventKind.ABORTED:
             state.publishing, state.publisher = None, None
             state.steps_done.clear()
+        case EventKind.WAIVED:
+            state.waivers[data["target"]] = Waiver(
+                data["target"], bool(data["role"]), event.actor, data.get("reason", ""), event.at
+            )
+        case EventKind.UNWAIVED:
+            state.waivers.pop(data["target"], None)
         case EventKind.STEP_STARTED | EventKind.REFUSED:
             pass
 

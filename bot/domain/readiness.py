@@ -11,6 +11,7 @@ from bot.domain.files import Listing, StagedFile
 from bot.domain.profile import FileKind, Profile
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import Waiver, owner_of, waived_paths, waived_roles
 
 
 class FileStatus(StrEnum):
@@ -41,6 +42,12 @@ class RoleReadiness:
     files: tuple[FileReadiness, ...]
     claim: Claim | None = None
     withdrawal: Withdrawal | None = None
+    waiver: Waiver | None = None  # the RM waived the whole role for this release
+
+    @property
+    def excused(self) -> bool:
+        """Waived and not claimed: it blocks nothing and none of its files are published."""
+        return self.waiver is not None and self.claim is None
 
     @property
     def problems(self) -> tuple[FileReadiness, ...]:
@@ -67,6 +74,7 @@ class Readiness:
     signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
     signatures_required: bool = False
     branch_status: str | None = None  # from the release cycle (None: not listed)
+    waivers: tuple[Waiver, ...] = ()
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -76,6 +84,8 @@ class Readiness:
         """One short phrase per reason ``/publish`` must refuse; empty when publishable."""
         found = []
         for role in self.roles:
+            if role.excused:
+                continue
             if role.problems:
                 found.append(f"{role.role}: " + ", ".join(f.describe() for f in role.problems))
             elif role.claim is None:
@@ -119,21 +129,26 @@ def compute_readiness(
     claims: Mapping[str, Claim] | None = None,
     withdrawals: Mapping[str, Withdrawal] | None = None,
     holds: tuple[Hold, ...] = (),
+    waivers: tuple[Waiver, ...] = (),
 ) -> Readiness:
     """Fold a staging listing (and the one before it, to see growing files) into readiness.
 
     A file is "uploading" while it has a partial-upload name or it is absent from, or its
     size/mtime differs from, ``previous``; a file merely being recent never counts.
+    A waived required file may be missing; a waived unexpected file counts as its role's.
     """
     claims = claims or {}
     withdrawals = withdrawals or {}
     per_role: dict[str, list[FileReadiness]] = {role: [] for role in profile.roles_for(tag)}
     required = {f.path: f.role for f in profile.expected(tag, listing.keys())}
+    excused = waived_paths(waivers)
     for path, role in required.items():
         entry = listing.get(path)
+        if entry is None and path in excused:
+            continue  # waived: it will not come
         status = FileStatus.MISSING if entry is None else _status(entry, previous)
         per_role[role].append(
-            FileReadiness(path, status, role, True, entry.size if entry else None)
+            FileReadiness(path, status, role, path not in excused, entry.size if entry else None)
         )
     stray = []
     for path, entry in sorted(listing.items()):
@@ -141,6 +156,10 @@ def compute_readiness(
             continue
         kind = profile.classify(tag, path)
         status = _status(entry, previous)
+        if path in excused and not entry.has_partial_name and kind.kind is FileKind.UNEXPECTED:
+            owner = owner_of(profile, tag, path)
+            per_role[owner].append(FileReadiness(path, status, owner, False, entry.size))
+            continue
         if entry.has_partial_name or kind.kind is FileKind.UNEXPECTED or kind.role is None:
             stray.append(
                 FileReadiness(
@@ -151,11 +170,16 @@ def compute_readiness(
             )
         else:
             per_role[kind.role].append(FileReadiness(path, status, kind.role, False, entry.size))
+    by_role = waived_roles(waivers)
     roles = tuple(
-        RoleReadiness(role, tuple(files), claims.get(role), withdrawals.get(role))
+        RoleReadiness(
+            role, tuple(files), claims.get(role), withdrawals.get(role), by_role.get(role)
+        )
         for role, files in per_role.items()
     )
-    return Readiness(tag, roles, tuple(stray), holds, branch_status=profile.status(tag))
+    return Readiness(
+        tag, roles, tuple(stray), holds, branch_status=profile.status(tag), waivers=waivers
+    )
 
 
 def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:
