@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from bot.config import Config
 from bot.domain import commands as cmd
+from bot.domain import late
 from bot.domain.files import Listing, SnapshotFile, changed_since, needs_digest
 from bot.domain.history import EventKind, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan, make_plan
@@ -56,6 +57,7 @@ class _Observation:
     """What the bot last saw of a release's staging folder, and what it told the channel."""
 
     listing: Listing | None = None
+    public: Listing | None = None  # a published release's public files, as staging paths
     signatures: tuple[SignatureResult, ...] = ()
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
@@ -182,10 +184,10 @@ class Gate:
         """Finish publishes that a crash or an outage interrupted (the journal says where)."""
         for tag in self.store.open_tags():
             state = self.store.release(tag)
-            if state.publishing is not None and not state.is_published:
+            if state.publishing is not None:
                 async with self._lock(tag):
                     state = self.store.release(tag)
-                    if state.publishing is not None and not state.is_published:
+                    if state.publishing is not None:
                         await self._run_pipeline(state)
 
     # -- commands ----------------------------------------------------------------------------
@@ -199,7 +201,7 @@ class Gate:
                 "person's rm list in the config first."
             )
         state = self.store.release(tag)
-        if state.is_published and state.published_at is not None:
+        if state.is_published and state.published_at is not None and not await self._late(tag):
             raise Refusal(
                 f"{tag} is already published (by {state.published_by} at "
                 f"{when(state.published_at)}); nothing to change."
@@ -348,7 +350,7 @@ class Gate:
         self.store.append(tag, person, EventKind.CONFIRMED, code_hash=code_hash, digest=plan.digest)
         await self._run_pipeline(self.store.release(tag))
         done = self.store.release(tag)
-        if not done.is_published:
+        if len(done.public_files) == len(state.public_files):  # not (yet) published
             return Reply(
                 f"Publishing {tag} did not finish; the channel has the reason and it "
                 "resumes by itself once the cause is fixed.",
@@ -418,7 +420,7 @@ class Gate:
         for one in tags:
             async with self._lock(one):
                 state = self.store.release(one)
-                if state.is_published:
+                if state.is_published and not await self._late(one):
                     texts.append(summary_text(self._readiness(one, {}, None, state), state))
                     continue
                 try:
@@ -452,7 +454,10 @@ class Gate:
             raise Refusal(f"{tag} cannot be published yet: " + "; ".join(blockers) + ".")
         paths = [f.path for role in readiness.roles for f in role.present]
         digests = await self._digest(tag, listing, paths, fresh=fresh)
-        return make_plan(self.profile, readiness, listing, digests)
+        plan = make_plan(self.profile, readiness, listing, digests)
+        if not plan.files:
+            raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
+        return plan
 
     async def _run_pipeline(self, state: ReleaseState) -> None:
         """promote → register → purge → announce, each step journaled and idempotent, so a
@@ -498,7 +503,9 @@ class Gate:
         if step == "register":
             if self.registry is None:
                 return "no release database configured"
-            synced = await asyncio.to_thread(self.registry.sync, plan)
+            # By difference: the records of files published earlier must stay (late files).
+            everything = replace(plan, files=state.public_files + plan.files)
+            synced = await asyncio.to_thread(self.registry.sync, everything)
             return (
                 f"{synced.created} created, {synced.replaced} replaced, "
                 f"{synced.deleted} deleted, {synced.unchanged} unchanged"
@@ -515,7 +522,12 @@ class Gate:
                     f"({failed}); the files are public, stale pages expire on their own.",
                 )
             return f"{len(purged.purged)} URLs purged, {len(purged.failed)} failed"
-        text = _announcement(plan, state.publisher or BOT, self.profile.links(plan.tag))
+        links, by = self.profile.links(plan.tag), state.publisher or BOT
+        text = (
+            late.announcement(plan, by, links)
+            if state.public_files
+            else _announcement(plan, by, links)
+        )
         await self.chat.post(ChannelMessage(ChannelKind.ANNOUNCEMENT, str(plan.tag), text))
         return "announced"
 
@@ -527,6 +539,7 @@ class Gate:
         """List staging now. With ``settle``, when anything differs from the last observation
         take a second listing a moment later, so a growing file shows as uploading."""
         listing = await self._list(tag)
+        await self._list_public(tag, state)
         previous = self._seen_listing(tag)
         if settle and previous != listing:
             await self._sleep(self._settle)
@@ -557,6 +570,7 @@ class Gate:
             withdrawals=state.withdrawals,
             holds=tuple(state.holds.values()),
             waivers=tuple(state.waivers.values()),
+            public=(self._observation(tag).public or {}) if state.is_published else (),
         )
         return replace(
             readiness,
@@ -640,17 +654,33 @@ class Gate:
 
     async def _scan_release(self, tag: ReleaseTag) -> None:
         state = self.store.release(tag)
-        if state.is_published or state.publishing is not None:
+        if state.publishing is not None:
             return
         listing = await asyncio.to_thread(self.storage.list_staging, tag)
+        if state.is_published and not listing:
+            return  # published, and no late files staged
         if listing is None:
             listing = {}
+        await self._list_public(tag, state)
         previous = self._seen_listing(tag)
         self._observation(tag).listing = listing
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
         await self._refresh_summary(readiness, state)
+
+    async def _late(self, tag: ReleaseTag) -> bool:
+        """Whether files are staged for ``tag``: for a published release, late files."""
+        return bool(await asyncio.to_thread(self.storage.list_staging, tag))
+
+    async def _list_public(self, tag: ReleaseTag, state: ReleaseState) -> None:
+        """For a published release, list what is public (one listing per folder), so late
+        files' readiness counts it."""
+        if state.is_published:
+            found = await asyncio.to_thread(
+                self.storage.list_public, late.public_folders(self.profile, tag)
+            )
+            self._observation(tag).public = late.as_staged(self.profile, tag, found)
 
     async def open_tags(self) -> list[ReleaseTag]:
         """Releases with a staging folder, or with history and not yet published."""

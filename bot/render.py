@@ -8,7 +8,7 @@ import time
 from bot.domain.commands import USAGE
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
-from bot.domain.readiness import Readiness, RoleReadiness
+from bot.domain.readiness import FileStatus, Readiness, RoleReadiness
 from bot.domain.release_cycle import SOURCE_ONLY
 from bot.domain.signing import SignatureStatus
 
@@ -59,6 +59,8 @@ def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
             f": {role.waiver.reason}" if role.waiver.reason else ""
         )
     required = [f for f in role.files if f.required]
+    if role.already_public:
+        return "public", f"{count(len(role.files), 'file')} published earlier"
     if role.problems:
         detail = ", ".join(f.describe() for f in role.problems)
         return "incomplete", f"{len(role.problems)} of {len(required)} files not ready: {detail}"
@@ -73,11 +75,19 @@ def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
 
 def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     tag = str(readiness.tag)
-    if state.is_published and state.published_at is not None:
-        return f"{tag}: published by {state.published_by} at {when(state.published_at)}."
     total = len(readiness.roles)
     ready = sum(1 for r in readiness.roles if r.claim is not None and r.complete)
-    if state.publishing is not None:
+    if state.is_published and state.published_at is not None:
+        head = f"{tag}: published by {state.published_by} at {when(state.published_at)}."
+        if not _late_files(readiness):
+            return head
+        if state.publishing is not None:
+            head += f" Late files: publishing now (confirmed by {state.publisher})"
+        elif readiness.publishable:
+            head += f" Late files ready to add (RM: /publish {tag})"
+        else:
+            head += " Late files staged; not publishable yet"
+    elif state.publishing is not None:
         head = f"{tag}: publishing now (confirmed by {state.publisher})"
     elif readiness.publishable:
         head = f"{tag}: all {total} roles ready; publishable (RM: /publish {tag})"
@@ -107,6 +117,14 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     if readiness.branch_status is not None:
         lines.append("  " + branch_line(readiness.tag.branch, readiness.branch_status))
     return "\n".join(lines)
+
+
+def _late_files(readiness: Readiness) -> bool:
+    """Whether anything is staged (for a published release: files to add)."""
+    staged = (FileStatus.PUBLIC, FileStatus.MISSING)
+    return bool(readiness.stray) or any(
+        f.status not in staged for role in readiness.roles for f in role.files
+    )
 
 
 def branch_line(branch: str, status: str) -> str:

@@ -69,6 +69,7 @@ class ReleaseState:
     published_at: float | None = None
     published_by: str | None = None
     waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
+    public_files: tuple[PlanFile, ...] = ()  # every file published so far (late ones too)
 
     @property
     def is_published(self) -> bool:
@@ -125,12 +126,19 @@ def _apply(state: ReleaseState, event: Event) -> None:
             if state.offer is not None:
                 state.publishing = state.offer.plan
                 state.publisher = event.actor
+                state.steps_done.clear()  # a late publish runs the pipeline again
             _drop_offer(state, "already used")
         case EventKind.STEP_DONE:
             state.steps_done[data["step"]] = data.get("detail", "")
         case EventKind.PUBLISHED:
-            state.published_at = event.at
-            state.published_by = state.publisher or event.actor
+            if state.published_at is None:  # the first publish; later ones add late files
+                state.published_at = event.at
+                state.published_by = state.publisher or event.actor
+            if state.publishing is not None:
+                state.public_files += state.publishing.files
+            state.publishing, state.publisher = None, None
+            state.claims.clear()  # spent: late files need a new /ready
+            state.withdrawals.clear()
         case EventKind.ABORTED:
             state.publishing, state.publisher = None, None
             state.steps_done.clear()

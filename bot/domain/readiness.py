@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -21,6 +21,8 @@ class FileStatus(StrEnum):
     EMPTY = "empty"
     UNEXPECTED = "unexpected"
     NOT_REGULAR = "not a regular file"
+    PUBLIC = "public"  # published earlier: counts as delivered, never staged again
+    ALREADY_PUBLIC = "already public"  # staged again under a name already public: a blocker
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,14 @@ class RoleReadiness:
 
     @property
     def problems(self) -> tuple[FileReadiness, ...]:
-        return tuple(f for f in self.files if f.status is not FileStatus.PRESENT)
+        return tuple(
+            f for f in self.files if f.status not in (FileStatus.PRESENT, FileStatus.PUBLIC)
+        )
+
+    @property
+    def already_public(self) -> bool:
+        """Every file of the role was published earlier and nothing new is staged."""
+        return bool(self.files) and all(f.status is FileStatus.PUBLIC for f in self.files)
 
     @property
     def complete(self) -> bool:
@@ -88,7 +97,7 @@ class Readiness:
                 continue
             if role.problems:
                 found.append(f"{role.role}: " + ", ".join(f.describe() for f in role.problems))
-            elif role.claim is None:
+            elif role.claim is None and not role.already_public:
                 found.append(f"{role.role}: nobody said /ready {role.role} {self.tag}")
         found += [f"staging: {f.describe()}" for f in self.stray]
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
@@ -130,12 +139,15 @@ def compute_readiness(
     withdrawals: Mapping[str, Withdrawal] | None = None,
     holds: tuple[Hold, ...] = (),
     waivers: tuple[Waiver, ...] = (),
+    public: Collection[str] = (),
 ) -> Readiness:
     """Fold a staging listing (and the one before it, to see growing files) into readiness.
 
     A file is "uploading" while it has a partial-upload name or it is absent from, or its
     size/mtime differs from, ``previous``; a file merely being recent never counts.
     A waived required file may be missing; a waived unexpected file counts as its role's.
+    ``public`` (staging paths already published, for late files) count as delivered, and
+    staging one of them again is a problem.
     """
     claims = claims or {}
     withdrawals = withdrawals or {}
@@ -144,9 +156,14 @@ def compute_readiness(
     excused = waived_paths(waivers)
     for path, role in required.items():
         entry = listing.get(path)
+        if entry is None and path in public:
+            per_role[role].append(FileReadiness(path, FileStatus.PUBLIC, role, True))
+            continue
         if entry is None and path in excused:
             continue  # waived: it will not come
         status = FileStatus.MISSING if entry is None else _status(entry, previous)
+        if entry is not None and path in public:
+            status = FileStatus.ALREADY_PUBLIC
         per_role[role].append(
             FileReadiness(path, status, role, path not in excused, entry.size if entry else None)
         )
@@ -155,7 +172,7 @@ def compute_readiness(
         if path in required:
             continue
         kind = profile.classify(tag, path)
-        status = _status(entry, previous)
+        status = FileStatus.ALREADY_PUBLIC if path in public else _status(entry, previous)
         if path in excused and not entry.has_partial_name and kind.kind is FileKind.UNEXPECTED:
             owner = owner_of(profile, tag, path)
             per_role[owner].append(FileReadiness(path, status, owner, False, entry.size))
