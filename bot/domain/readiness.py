@@ -188,6 +188,8 @@ def compute_readiness(
         else:
             per_role[kind.role].append(FileReadiness(path, status, kind.role, False, entry.size))
     by_role = waived_roles(waivers)
+    if public:  # late files: a waived role that now stages files says /ready for them
+        by_role = {r: w for r, w in by_role.items() if not _stages_anything(per_role[r])}
     roles = tuple(
         RoleReadiness(
             role, tuple(files), claims.get(role), withdrawals.get(role), by_role.get(role)
@@ -197,6 +199,10 @@ def compute_readiness(
     return Readiness(
         tag, roles, tuple(stray), holds, branch_status=profile.status(tag), waivers=waivers
     )
+
+
+def _stages_anything(files: list[FileReadiness]) -> bool:
+    return any(f.status not in (FileStatus.MISSING, FileStatus.PUBLIC) for f in files)
 
 
 def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:
