@@ -1,4 +1,4 @@
-"""The built-in cpython profile, exactly as REFERENCE.md describes CPython's download folder,
+"""The built-in cpython profile, as docs/expected-files.md describes CPython's download folder,
 and profiles as data that another project can bring."""
 
 from __future__ import annotations
