@@ -201,7 +201,12 @@ class Gate:
                 "person's rm list in the config first."
             )
         state = self.store.release(tag)
-        if state.is_published and state.published_at is not None and not await self._late(tag):
+        if (
+            state.is_published
+            and state.published_at is not None
+            and state.publishing is None
+            and not await self._late(tag)
+        ):
             raise Refusal(
                 f"{tag} is already published (by {state.published_by} at "
                 f"{when(state.published_at)}); nothing to change."

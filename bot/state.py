@@ -108,11 +108,14 @@ class StateStore:
         return fold(tag, self.events(tag))
 
     def open_tags(self) -> list[ReleaseTag]:
-        """Tags someone acted on (a refused command does not count) and not yet published."""
+        """Tags someone acted on (a refused command does not count) and not yet published,
+        or with late files confirmed and not yet published."""
         rows = self._db.execute(
-            "SELECT DISTINCT tag FROM events WHERE kind != ? AND tag NOT IN "
-            "(SELECT tag FROM events WHERE kind = ?)",
-            (EventKind.REFUSED.value, EventKind.PUBLISHED.value),
+            "SELECT DISTINCT tag FROM events AS e WHERE kind != ? AND NOT EXISTS ("
+            " SELECT 1 FROM events AS p WHERE p.tag = e.tag AND p.kind = ? AND p.id > ("
+            "  SELECT COALESCE(MAX(c.id), 0) FROM events AS c"
+            "  WHERE c.tag = e.tag AND c.kind = ?))",
+            (EventKind.REFUSED.value, EventKind.PUBLISHED.value, EventKind.CONFIRMED.value),
         )
         return sorted(ReleaseTag.parse(row[0]) for row in rows)
 

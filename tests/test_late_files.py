@@ -122,3 +122,30 @@ async def test_an_unexpected_late_file_needs_a_waiver(published: World) -> None:
 
     assert not done.private, done.text
     assert "3.14.1/python-3.14.1-errata.txt" in world.public_files()
+
+
+async def test_a_late_publish_stopped_midway_resumes_after_a_restart(
+    published: World, api: PydotorgDouble
+) -> None:
+    world = published
+    await publish_without_macos(world)
+    world.write(TAG, PKG, "the notarized installer\n")
+    assert not (await world.say("ned", f"/ready macos {TAG}")).private
+    line = await world.plan(TAG)
+    api.fail("create", nth=1, status=500, times=10)
+
+    stopped = await world.say("hugo", line)
+
+    assert stopped.private and "did not finish" in stopped.text
+    assert f"3.14.1/{PKG}" in world.public_files()  # promotion is done and stays done
+    assert len(api.files("Python 3.14.1")) == 11  # the earlier records were not touched
+    busy = await world.say("hugo", f"/publish {TAG}")
+    assert busy.private and "being published right now" in busy.text
+    api.faults.clear()
+    world.start()  # a restart; the next scan resumes the journal
+    world.gate.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
+    await world.gate.scan()
+
+    assert len(api.files("Python 3.14.1")) == 12
+    assert world.events(TAG, EventKind.PUBLISHED) == ["published", "published"]
+    assert len(world.chat.texts(ChannelKind.ANNOUNCEMENT)) == 2
