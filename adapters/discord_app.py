@@ -448,11 +448,30 @@ class DiscordPlatform:
         async def respin(interaction: discord.Interaction[Any], tag: str) -> None:
             await run(interaction, f"/respin {tag}")
 
+        @app_commands.command(description="Release manager: lift one rule for one release")
+        @app_commands.describe(
+            tag="release tag",
+            target="a file (as relbot manifest prints it) or a role",
+            reason="why",
+        )
+        @app_commands.autocomplete(tag=tags)
+        async def waive(
+            interaction: discord.Interaction[Any], tag: str, target: str, reason: str | None = None
+        ) -> None:
+            line = f"/waive {tag} {target}" + (f" {reason}" if reason else "")
+            await run(interaction, line)
+
+        @app_commands.command(description="Release manager: undo a waiver")
+        @app_commands.describe(tag="release tag", target="the waived file or role")
+        @app_commands.autocomplete(tag=tags)
+        async def unwaive(interaction: discord.Interaction[Any], tag: str, target: str) -> None:
+            await run(interaction, f"/unwaive {tag} {target}")
+
         @app_commands.command(name="help", description="relbot's commands, with examples")
         async def help_(interaction: discord.Interaction[Any]) -> None:
             await run(interaction, "/help")
 
-        return [ready, unready, status, hold, unhold, publish, respin, help_]
+        return [ready, unready, status, hold, unhold, publish, respin, waive, unwaive, help_]
 
 
 def _clip(text: str, limit: int) -> str:

@@ -53,6 +53,8 @@ COMMANDS: dict[str, str] = {
     "/unhold": "/unhold",
     "/publish": "/publish",
     "/respin": "/respin",
+    "/waive": "/waive",
+    "/unwaive": "/unwaive",
     "/relbot-help": "/help",
 }
 # Answers to questions stay with whoever asked; changes are shown to the channel.
@@ -68,7 +70,14 @@ MAX_DIALOG_TEXT = 300
 MAX_TEXT = 3000  # the notification fallback sent with blocks; Slack truncates past 40 000
 MAX_LISTED = 12  # files named per list before "…and N more"
 
-ROLE_ICONS = {"ready": "✅", "complete": "⏳", "incomplete": "❌", "withdrawn": "↩️"}
+ROLE_ICONS = {
+    "ready": "✅",
+    "complete": "⏳",
+    "incomplete": "❌",
+    "withdrawn": "↩️",
+    "waived": "💤",
+    "public": "📦",
+}
 
 Block = dict[str, Any]
 
@@ -469,6 +478,8 @@ def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Blo
 def _role_text(role: RoleReadiness, tag: str) -> str:
     word, detail = role_line(role, tag)
     head = f"{ROLE_ICONS.get(word, '•')} *{escape(role.role)}*: {word}"
+    if role.excused:  # waived: what it lacks blocks nothing
+        return f"{head}, {escape(detail)}"
     if role.claim is not None and role.problems:
         head += f" (claimed by {escape(role.claim.person)} at {when(role.claim.at)})"
     if role.problems:

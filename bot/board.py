@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.history import Event, ReleaseState
+from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, RoleReadiness
 from bot.domain.tags import ReleaseTag
@@ -205,13 +206,16 @@ def release_view(
 
 
 def _waivers(state: ReleaseState) -> tuple[NoteView, ...]:
-    """The release's waivers (``/waive TAG PATH|ROLE``), once the state records them:
-    ``NoteView(w.person, w.reason, w.at, subject=w.subject)`` for each."""
-    return ()
+    """The release's waivers (``/waive TAG PATH|ROLE``)."""
+    return tuple(
+        NoteView(w.person, w.reason, w.at, subject=w.target) for w in state.waivers.values()
+    )
 
 
 def _role_view(role: RoleReadiness, tag: str) -> RoleView:
     word, detail = role_line(role, tag)  # the summary's own words, so both always agree
+    if word == "public":  # every file of the role was published earlier: delivered
+        return RoleView(role.role, RoleState.READY, None, None, detail)
     state = RoleState(word)
     if state is RoleState.READY and role.claim is not None:
         return RoleView(role.role, state, role.claim.person, role.claim.at, detail)
@@ -223,7 +227,10 @@ def _role_view(role: RoleReadiness, tag: str) -> RoleView:
 def _role_from_state(role: str, state: ReleaseState) -> RoleView:
     """A role of a release whose staging the bot is not looking at (published, publishing,
     or not listed since the start): what the log says."""
-    claim = state.claims.get(role)
+    waiver = state.waivers.get(role)
+    if waiver is not None and waiver.is_role and role not in state.claims:
+        return RoleView(role, RoleState.WAIVED, waiver.person, waiver.at, waiver.reason)
+    claim = state.claims.get(role) or state.delivered.get(role)
     if claim is not None:
         files = len(claim.snapshot)
         return RoleView(role, RoleState.READY, claim.person, claim.at, f"{files} files claimed")
@@ -260,8 +267,17 @@ def _staged_files(
     return tuple(files)
 
 
+def _last_plan(state: ReleaseState) -> PublishPlan | None:
+    """The plan being published, or for a published release every file made public."""
+    if state.publishing is not None:
+        return state.publishing
+    if state.is_published:
+        return PublishPlan(state.tag, state.public_files)
+    return None
+
+
 def _planned_files(state: ReleaseState) -> tuple[FileView, ...]:
-    plan = state.publishing
+    plan = _last_plan(state)
     if plan is None:
         return ()
     status = "published" if state.is_published else "publishing"
@@ -272,9 +288,10 @@ def _planned_files(state: ReleaseState) -> tuple[FileView, ...]:
 
 
 def _plan_view(state: ReleaseState, now: float) -> PlanView | None:
-    if state.publishing is not None:
-        plan, by = state.publishing, state.publisher or ""
-        stage = "published" if state.is_published else "publishing"
+    last = _last_plan(state)
+    if last is not None:
+        plan, by = last, state.publisher or state.published_by or ""
+        stage = "publishing" if state.publishing is not None else "published"
         expires, steps = None, tuple(state.steps_done)
     elif state.offer is not None:
         plan, by = state.offer.plan, state.offer.person

@@ -9,11 +9,12 @@ import functools
 import logging
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot import __version__
+from bot import __version__, release_cycle
 from bot.app import build_gate, build_registry, build_storage, build_verifier
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
@@ -116,6 +117,8 @@ async def _run_platforms(config: Config, names: list[str]) -> int:
     from bot.scheduler import Poller
 
     platforms: list[Platform] = [_make_platform(config, name) for name in names]
+    if (problem := _refresh_release_cycle(config)) is not None:
+        print(f"relbot: {problem} Using {config.release_cycle.origin}.", file=sys.stderr)
     gate = build_gate(config, FanoutChat([(p.name, p.chat) for p in platforms]))
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
@@ -299,11 +302,26 @@ def _check(config: Config, args: argparse.Namespace) -> int:
             problems += check()
         except RelbotError as err:
             problems.append(str(err))
+    if (problem := _refresh_release_cycle(config)) is not None:
+        problems.append(problem)
+    copy = config.release_cycle
+    print(f"relbot check: release cycle from {copy.describe(time.time())}.")
     if problems:
         print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
         return 1
     print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
+
+
+def _refresh_release_cycle(config: Config) -> str | None:
+    """Read the release cycle afresh from its URL (the built-in demo stays offline); returns
+    why the URL failed, if it did: the bot then keeps the copy it has."""
+    if config.origin == "built-in default":
+        return None
+    source = config.model.release_cycle
+    copy, problem = release_cycle.refresh(source, config.base, config.release_cycle_cache)
+    config.use_release_cycle(copy)
+    return problem
 
 
 def _verifier_problems(config: Config) -> list[str]:

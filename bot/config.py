@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, fiel
 
 from bot.domain.profile import Profile, load_profile
 from bot.errors import ConfigError
+from bot.release_cycle import CACHE_NAME, DEFAULT_URL, CycleCopy, local_copy
 
 DEFAULT_CONFIG_NAME = "relbot.toml"
 _BRANCH_RE = re.compile(r"\d+\.\d+")
@@ -106,6 +107,7 @@ class ConfigModel(_Section):
     state: str = "relbot-data/state.db"
     poll_interval: int = Field(default=30, ge=1)
     confirm_timeout: int = Field(default=600, ge=10)
+    release_cycle: str = DEFAULT_URL  # URL or file: each branch's status
     storage: StorageConfig = StorageConfig()
     signatures: SignaturesConfig = SignaturesConfig()
     pydotorg: PydotorgConfig = PydotorgConfig()
@@ -125,6 +127,17 @@ class Config:
         self.origin = origin  # the file it came from, or "built-in default"
         self.profile: Profile = load_profile(model.profile, base)
         self._check_people()
+        self.use_release_cycle(local_copy(model.release_cycle, base, self.release_cycle_cache))
+
+    @property
+    def release_cycle_cache(self) -> Path:
+        """Where the last copy of the release cycle read from its URL is kept."""
+        return self.state_path.parent / CACHE_NAME
+
+    def use_release_cycle(self, copy: CycleCopy) -> None:
+        """Take branch statuses from ``copy`` (what ``relbot run`` and ``check`` read afresh)."""
+        self.release_cycle = copy
+        self.profile = self.profile.with_statuses(copy.cycle.statuses())
 
     @property
     def people(self) -> Mapping[str, PersonConfig]:

@@ -20,12 +20,14 @@ from pathlib import Path
 
 from bot.config import Config
 from bot.domain import commands as cmd
+from bot.domain import late
 from bot.domain.files import Listing, SnapshotFile, changed_since, needs_digest
 from bot.domain.history import EventKind, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.readiness import Readiness, compute_readiness
 from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus, sign_command
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import WaiverError, resolve_target
 from bot.errors import (
     PromotionConflict,
     RegistryError,
@@ -59,6 +61,7 @@ class _Observation:
 
     listing: Listing | None = None
     previous: Listing | None = None  # the listing before ``listing`` (says what was growing)
+    public: Listing | None = None  # a published release's public files, as staging paths
     signatures: tuple[SignatureResult, ...] = ()
     preflight: tuple[float, str] | None = None  # (when, python.org's objection or "")
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
@@ -198,10 +201,10 @@ class Gate:
         """Finish publishes that a crash or an outage interrupted (the journal says where)."""
         for tag in self.store.open_tags():
             state = self.store.release(tag)
-            if state.publishing is not None and not state.is_published:
+            if state.publishing is not None:
                 async with self._lock(tag):
                     state = self.store.release(tag)
-                    if state.publishing is not None and not state.is_published:
+                    if state.publishing is not None:
                         await self._run_pipeline(state)
 
     # -- commands ----------------------------------------------------------------------------
@@ -215,7 +218,12 @@ class Gate:
                 "person's rm list in the config first."
             )
         state = self.store.release(tag)
-        if state.is_published and state.published_at is not None:
+        if (
+            state.is_published
+            and state.published_at is not None
+            and state.publishing is None
+            and not await self._late(tag)
+        ):
             raise Refusal(
                 f"{tag} is already published (by {state.published_by} at "
                 f"{when(state.published_at)}); nothing to change."
@@ -237,6 +245,10 @@ class Gate:
                 return await self._confirm(person, command, state)
             case cmd.Respin():
                 return await self._respin(person, tag, state)
+            case cmd.Waive():
+                return await self._waive(person, command, state)
+            case cmd.Unwaive():
+                return await self._unwaive(person, command, state)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _ready(self, person: str, command: cmd.Ready, state: ReleaseState) -> Reply:
@@ -360,7 +372,7 @@ class Gate:
         self.store.append(tag, person, EventKind.CONFIRMED, code_hash=code_hash, digest=plan.digest)
         await self._run_pipeline(self.store.release(tag))
         done = self.store.release(tag)
-        if not done.is_published:
+        if len(done.public_files) == len(state.public_files):  # not (yet) published
             return Reply(
                 f"Publishing {tag} did not finish; the channel has the reason and it "
                 "resumes by itself once the cause is fixed.",
@@ -390,6 +402,39 @@ class Gate:
             Tone.SUCCESS,
         )
 
+    async def _waive(self, person: str, command: cmd.Waive, state: ReleaseState) -> Reply:
+        tag, target = command.tag, command.target
+        self._require_rm(person, tag, "waive rules for")
+        if target in state.waivers:
+            raise Refusal(
+                f"{target} is already waived for {tag}; /unwaive {tag} {target} undoes it."
+            )
+        staged = await asyncio.to_thread(self.storage.list_staging, tag) or {}
+        try:
+            is_role = resolve_target(self.profile, tag, target, staged)
+        except WaiverError as err:
+            raise Refusal(str(err)) from err
+        self.store.append(
+            tag, person, EventKind.WAIVED, target=target, role=is_role, reason=command.reason
+        )
+        what = "needs no /ready" if is_role else "no longer blocks"
+        why = f": {command.reason}" if command.reason else ""
+        await self._notice(tag, f"{person} waived {target} for {tag} ({what}){why}.")
+        await self._refresh(tag)
+        return Reply(
+            f"{target} is waived for {tag}; /unwaive {tag} {target} undoes it.", Tone.SUCCESS
+        )
+
+    async def _unwaive(self, person: str, command: cmd.Unwaive, state: ReleaseState) -> Reply:
+        tag, target = command.tag, command.target
+        self._require_rm(person, tag, "undo waivers of")
+        if target not in state.waivers:
+            raise Refusal(f"{target} is not waived for {tag}.")
+        self.store.append(tag, person, EventKind.UNWAIVED, target=target)
+        await self._notice(tag, f"{person} undid the waiver of {target} for {tag}.")
+        await self._refresh(tag)
+        return Reply(f"{target} is no longer waived for {tag}.", Tone.SUCCESS)
+
     async def _status(self, tag: ReleaseTag | None) -> Reply:
         tags = [tag] if tag is not None else await self.open_tags()
         if not tags:
@@ -398,7 +443,7 @@ class Gate:
         for one in tags:
             async with self._lock(one):
                 state = self.store.release(one)
-                if state.is_published:
+                if state.is_published and not await self._late(one):
                     texts.append(summary_text(self._readiness(one, {}, None, state), state))
                     continue
                 try:
@@ -435,7 +480,10 @@ class Gate:
             raise Refusal(text)
         paths = [f.path for role in readiness.roles for f in role.present]
         digests = await self._digest(tag, listing, paths, fresh=fresh)
-        return make_plan(self.profile, readiness, listing, digests)
+        plan = make_plan(self.profile, readiness, listing, digests)
+        if not plan.files:
+            raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
+        return plan
 
     def _sign_line(self, tag: ReleaseTag) -> str:
         origin = self.config.origin  # a file's path, or "built-in default"
@@ -486,7 +534,9 @@ class Gate:
         if step == "register":
             if self.registry is None:
                 return "no release database configured"
-            synced = await asyncio.to_thread(self.registry.sync, plan)
+            # By difference: the records of files published earlier must stay (late files).
+            everything = replace(plan, files=state.public_files + plan.files)
+            synced = await asyncio.to_thread(self.registry.sync, everything)
             return (
                 f"{synced.created} created, {synced.replaced} replaced, "
                 f"{synced.deleted} deleted, {synced.unchanged} unchanged"
@@ -503,7 +553,12 @@ class Gate:
                     f"({failed}); the files are public, stale pages expire on their own.",
                 )
             return f"{len(purged.purged)} URLs purged, {len(purged.failed)} failed"
-        text = _announcement(plan, state.publisher or BOT, self.profile.links(plan.tag))
+        links, by = self.profile.links(plan.tag), state.publisher or BOT
+        text = (
+            late.announcement(plan, by, links)
+            if state.public_files
+            else _announcement(plan, by, links)
+        )
         await self.chat.post(ChannelMessage(ChannelKind.ANNOUNCEMENT, str(plan.tag), text))
         return "announced"
 
@@ -515,6 +570,7 @@ class Gate:
         """List staging now. With ``settle``, when anything differs from the last observation
         take a second listing a moment later, so a growing file shows as uploading."""
         listing = await self._list(tag)
+        await self._list_public(tag, state)
         previous = self._seen_listing(tag)
         if settle and previous != listing:
             await self._sleep(self._settle)
@@ -537,6 +593,7 @@ class Gate:
         self, tag: ReleaseTag, listing: Listing, previous: Listing | None, state: ReleaseState
     ) -> Readiness:
         """Readiness from a listing, with the signature verdicts last checked."""
+        seen = self._seen.get(str(tag))  # not _observation: a status must not grow the cache
         readiness = compute_readiness(
             self.profile,
             tag,
@@ -545,8 +602,9 @@ class Gate:
             claims=state.claims,
             withdrawals=state.withdrawals,
             holds=tuple(state.holds.values()),
+            waivers=tuple(state.waivers.values()),
+            public=((seen.public if seen else None) or {}) if state.is_published else (),
         )
-        seen = self._seen.get(str(tag))  # not _observation: a status must not grow the cache
         return replace(
             readiness,
             signatures=seen.signatures if seen is not None else (),
@@ -563,7 +621,7 @@ class Gate:
         results = []
         for role in readiness.roles:
             for f in role.files:
-                if f.required and f.path in listing:
+                if f.required and f.path in listing and self.profile.needs_signature(tag, f.path):
                     results.append(await self._signature(tag, f.path, listing))
         self._observation(tag).signatures = tuple(results)
         return replace(readiness, signatures=tuple(results))
@@ -629,11 +687,14 @@ class Gate:
 
     async def _scan_release(self, tag: ReleaseTag) -> None:
         state = self.store.release(tag)
-        if state.is_published or state.publishing is not None:
+        if state.publishing is not None:
             return
         listing = await asyncio.to_thread(self.storage.list_staging, tag)
+        if state.is_published and not listing:
+            return  # published, and no late files staged
         if listing is None:
             listing = {}
+        await self._list_public(tag, state)
         previous = self._seen_listing(tag)
         self._observation(tag).listing = listing
         self._observation(tag).previous = previous
@@ -641,6 +702,19 @@ class Gate:
             state = self.store.release(tag)
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
         await self._refresh_summary(readiness, state)
+
+    async def _late(self, tag: ReleaseTag) -> bool:
+        """Whether files are staged for ``tag``: for a published release, late files."""
+        return bool(await asyncio.to_thread(self.storage.list_staging, tag))
+
+    async def _list_public(self, tag: ReleaseTag, state: ReleaseState) -> None:
+        """For a published release, list what is public (one listing per folder), so late
+        files' readiness counts it."""
+        if state.is_published:
+            found = await asyncio.to_thread(
+                self.storage.list_public, late.public_folders(self.profile, tag)
+            )
+            self._observation(tag).public = late.as_staged(self.profile, tag, found)
 
     async def open_tags(self) -> list[ReleaseTag]:
         """Releases with a staging folder, or with history and not yet published."""
@@ -800,6 +874,8 @@ def _plan_difference(old: PublishPlan, new: PublishPlan) -> str:
     changes = [f"{p} added" for p in after.keys() - before.keys()]
     changes += [f"{p} removed" for p in before.keys() - after.keys()]
     changes += [f"{p} changed" for p in before.keys() & after.keys() if before[p] != after[p]]
+    if old.waivers != new.waivers:
+        changes.append("waivers changed")
     return ", ".join(sorted(changes)) or "files changed"
 
 

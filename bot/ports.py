@@ -41,6 +41,12 @@ class Storage(Protocol):
         """
         ...
 
+    def list_public(self, folders: Sequence[str]) -> Listing:
+        """Every entry below the given public folders (``3.14.1``, ``doc/3.14.1``), keyed by
+        path under the public root; a folder that does not exist adds nothing. One listing
+        per folder; symlinks are reported, never followed."""
+        ...
+
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
     ) -> dict[str, str]:

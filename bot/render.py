@@ -8,7 +8,8 @@ import time
 from bot.domain.commands import USAGE
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
-from bot.domain.readiness import Readiness, RoleReadiness
+from bot.domain.readiness import FileStatus, Readiness, RoleReadiness
+from bot.domain.release_cycle import SOURCE_ONLY
 from bot.domain.signing import SignatureStatus
 
 HELP_LINES = {
@@ -19,6 +20,9 @@ HELP_LINES = {
     "unhold": "lift a hold (the holder or the release manager)",
     "publish": "release manager: see the plan, then confirm with the code it gives",
     "respin": "release manager: withdraw every claim and pending confirmation of TAG",
+    "waive": "release manager: for TAG only, a file that will not come, an extra file to "
+    "publish, or a role that needs no /ready",
+    "unwaive": "release manager: undo that waiver",
     "help": "this list",
 }
 
@@ -50,7 +54,13 @@ def when(at: float) -> str:
 
 def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
     """(status word, detail) for one role of the summary."""
+    if role.excused and role.waiver is not None:
+        return "waived", f"by {role.waiver.person}" + (
+            f": {role.waiver.reason}" if role.waiver.reason else ""
+        )
     required = [f for f in role.files if f.required]
+    if role.already_public:
+        return "public", f"{count(len(role.files), 'file')} published earlier"
     if role.problems:
         detail = ", ".join(f.describe() for f in role.problems)
         return "incomplete", f"{len(role.problems)} of {len(required)} files not ready: {detail}"
@@ -65,11 +75,19 @@ def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
 
 def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     tag = str(readiness.tag)
-    if state.is_published and state.published_at is not None:
-        return f"{tag}: published by {state.published_by} at {when(state.published_at)}."
     total = len(readiness.roles)
     ready = sum(1 for r in readiness.roles if r.claim is not None and r.complete)
-    if state.publishing is not None:
+    if state.is_published and state.published_at is not None:
+        head = f"{tag}: published by {state.published_by} at {when(state.published_at)}."
+        if not _late_files(readiness):
+            return head
+        if state.publishing is not None:
+            head += f" Late files: publishing now (confirmed by {state.publisher})"
+        elif readiness.publishable:
+            head += f" Late files ready to add (RM: /publish {tag})"
+        else:
+            head += " Late files staged; not publishable yet"
+    elif state.publishing is not None:
         head = f"{tag}: publishing now (confirmed by {state.publisher})"
     elif readiness.publishable:
         head = f"{tag}: all {total} roles ready; publishable (RM: /publish {tag})"
@@ -95,7 +113,24 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         if missing:  # one line, a few names
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             lines.append(f"    unsigned: {', '.join(missing[:3])}{more}")
+    lines += [f"  waived: {w.describe()}" for w in readiness.waivers if not w.is_role]
+    if readiness.branch_status is not None:
+        lines.append("  " + branch_line(readiness.tag.branch, readiness.branch_status))
     return "\n".join(lines)
+
+
+def _late_files(readiness: Readiness) -> bool:
+    """Whether anything is staged (for a published release: files to add)."""
+    staged = (FileStatus.PUBLIC, FileStatus.MISSING)
+    return bool(readiness.stray) or any(
+        f.status not in staged for role in readiness.roles for f in role.files
+    )
+
+
+def branch_line(branch: str, status: str) -> str:
+    """``branch 3.12: security (source and docs only)``."""
+    only = " (source and docs only)" if status in SOURCE_ONLY else ""
+    return f"branch {branch}: {status}{only}"
 
 
 def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
@@ -105,6 +140,7 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
         lines.append(
             f"  {role:<8} {count(len(files), 'file'):<9} -> {', '.join(f + '/' for f in folders)}"
         )
+    lines += [f"  waived: {waiver}" for waiver in plan.waivers]
     lines.append(
         "Every file becomes public together (one rename into a new folder, otherwise one "
         "millisecond batch), then the release is registered and announced."
@@ -145,6 +181,10 @@ def _event_detail(event: Event) -> str:
             return f"{data['files']} files, {size_text(int(data['size']))}"
         case EventKind.REFUSED:
             return f"{data['command']!r}: {data['reason']}"
+        case EventKind.WAIVED:
+            return str(data["target"]) + (f": {data['reason']}" if data.get("reason") else "")
+        case EventKind.UNWAIVED:
+            return str(data["target"])
         case _:
             return str(data.get("reason", ""))
 

@@ -104,13 +104,13 @@ def _files(n: int) -> str:
 def files_to_sign(
     profile: Profile, tag: ReleaseTag, listing: Listing, registered: Callable[[str], bool]
 ) -> list[str]:
-    """Staged regular files that python.org will list (``registered``) or that the profile
-    requires (the gate checks their signatures), in listing order. Pure."""
-    required = {f.path for f in profile.expected(tag)}
+    """Staged regular files that python.org will list (``registered``) or whose signature
+    the gate checks (required files the profile says are signed), in listing order. Pure."""
+    signed = {f.path for f in profile.expected(tag) if profile.needs_signature(tag, f.path)}
     return [
         path
         for path, entry in listing.items()
-        if entry.regular and not entry.has_partial_name and (path in required or registered(path))
+        if entry.regular and not entry.has_partial_name and (path in signed or registered(path))
     ]
 
 

@@ -136,7 +136,8 @@ class StateStore:
         return state.copy()
 
     def open_tags(self) -> list[ReleaseTag]:
-        """Tags someone acted on (a refused command does not count) and not yet published.
+        """Tags someone acted on (a refused command does not count) and not yet published,
+        or with late files confirmed since the last publish.
 
         Kept up to date from the events appended since the last call (by any process), so a
         long log, refusals included, is read once."""
@@ -146,6 +147,9 @@ class StateStore:
         for ident, tag, kind in rows:
             if kind == EventKind.PUBLISHED.value:
                 self._published.add(tag)
+            elif kind == EventKind.CONFIRMED.value:  # late files: open again until published
+                self._published.discard(tag)
+                self._acted.add(tag)
             elif kind != EventKind.REFUSED.value:
                 self._acted.add(tag)
             self._tags_read = ident

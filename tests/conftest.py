@@ -18,8 +18,10 @@ from bot.messages import ChannelKind, ChannelMessage, Reply
 from bot.ports import Chat
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
+from tests.pinned import RELEASE_CYCLE_LINE
 
-TEAM_TOML = """
+TEAM_TOML = f"""
+    {RELEASE_CYCLE_LINE.strip()}
     profile = "cpython"
     state = "data/state.db"
     confirm_timeout = 600

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.profile import Profile
+from bot.domain.tags import ReleaseTag
 from tests.conftest import World
 from tests.sigstore_instance import SigstoreInstance
 
@@ -38,3 +40,15 @@ def instance_world(
     if team_toml is None:
         return World(tmp_path, toml)
     return World(tmp_path, toml, team_toml=team_toml)
+
+
+def signed_paths(world: World, staged: list[str], tag: str = "3.14.1") -> list[str]:
+    """The staged files whose signature the gate checks (docs and the like are unsigned)."""
+    release = ReleaseTag.parse(tag)
+    return [p for p in staged if world.profile.needs_signature(release, p)]
+
+
+def signed_files(profile: Profile, release: Path, staged: list[Path]) -> list[Path]:
+    """Of files staged in the ``release`` folder, those whose signature the gate checks."""
+    tag = ReleaseTag.parse(release.name)
+    return [f for f in staged if profile.needs_signature(tag, f.relative_to(release).as_posix())]

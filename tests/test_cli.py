@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pinned import RELEASE_CYCLE_LINE
+
 TIMEOUT = 60
 ISO_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 
@@ -72,7 +74,7 @@ def script(lines: Sequence[str]) -> str:
 
 def write_config(folder: Path, text: str) -> Path:
     path = folder / "relbot.toml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(RELEASE_CYCLE_LINE + text, encoding="utf-8")
     return path
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pinned import RELEASE_CYCLE_LINE
 from tests.sshd import free_port
 from tests.waiting import Drained, wait_until
 
@@ -34,7 +35,8 @@ def every_secret_config(folder: Path, slack_mode: str = "socket") -> None:
     )
     (folder / "known_hosts").write_text("")
     (folder / "relbot.toml").write_text(
-        textwrap.dedent(f"""
+        RELEASE_CYCLE_LINE
+        + textwrap.dedent(f"""
         [storage]
         kind = "sftp"
         host = "127.0.0.1"

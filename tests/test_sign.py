@@ -15,7 +15,7 @@ import pytest
 from cryptography import x509
 
 from bot.cli import main
-from tests.signing_fixtures import RM, instance_world, sigstore_instance
+from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
 
 __all__ = ["sigstore_instance"]  # the fixture, imported for pytest
@@ -37,7 +37,7 @@ async def test_sign_writes_three_sidecars_per_file_and_the_gate_counts_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     world = instance_world(tmp_path, sigstore_instance)
-    paths = world.stage(TAG)
+    paths = signed_paths(world, world.stage(TAG))
     status = await world.say("eve", f"/status {TAG}")
     assert f"signatures: 0 of {len(paths)} files signed and valid (required)" in status.text
     monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
@@ -72,7 +72,7 @@ async def test_a_second_run_signs_only_what_lacks_a_valid_signature(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     world = instance_world(tmp_path, sigstore_instance)
-    paths = world.stage(TAG)
+    paths = signed_paths(world, world.stage(TAG))
     monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
     assert sign(tmp_path, capsys)[0] == 0
     before = (world.staging / TAG / "Python-3.14.1.tar.xz.sigstore").read_bytes()
@@ -152,7 +152,7 @@ def test_a_token_the_ca_did_not_issue_signs_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     world = instance_world(tmp_path, sigstore_instance)
-    paths = world.stage(TAG)
+    paths = signed_paths(world, world.stage(TAG))
     with SigstoreInstance() as other:  # same claims, signed by a key this CA does not know
         monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", other.token(*RM))
     code, out = sign(tmp_path, capsys)
@@ -200,7 +200,7 @@ def test_a_plain_trusted_root_verifies_but_cannot_sign(
     assert "instance.json is a trusted root only; signing needs a client trust config" in out
 
 
-def test_registered_and_required_files_are_signed_nothing_else(
+def test_registered_and_signed_required_files_are_signed_nothing_else(
     tmp_path: Path,
     sigstore_instance: SigstoreInstance,
     monkeypatch: pytest.MonkeyPatch,
@@ -218,7 +218,8 @@ def test_registered_and_required_files_are_signed_nothing_else(
     assert "Python-3.14.1.tgz.spdx.json.sigstore" not in staged
     assert not any(".part." in p for p in staged)
     assert "amd64/core.msi.sigstore" not in staged
-    assert "docs/python-3.14.1-docs.epub.sigstore" in staged  # required: the gate checks it
+    assert "docs/python-3.14.1-docs.epub.sigstore" not in staged  # docs are not signed
+    assert "python-3.14.1-aarch64-linux-android.tar.gz.sigstore" in staged  # required, signed
     assert "python-3.14.1-amd64.exe.sigstore" in staged  # registered on python.org
 
 
@@ -228,7 +229,7 @@ def test_the_out_of_band_login_pastes_a_code_into_the_terminal(
     """On a server terminal: relbot prints the provider's link, the RM opens it elsewhere and
     pastes the code back; one login signs everything."""
     world = instance_world(tmp_path, sigstore_instance)
-    paths = world.stage(TAG)
+    paths = signed_paths(world, world.stage(TAG))
     env = {k: v for k, v in os.environ.items() if k != "SIGSTORE_IDENTITY_TOKEN"}
     signer = subprocess.Popen(
         [str(RELBOT), "sign", TAG, "--oob", "--config", str(tmp_path / "relbot.toml")],

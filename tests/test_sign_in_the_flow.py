@@ -14,7 +14,7 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelKind
 from bot.signatures import SigstoreVerifier
-from tests.signing_fixtures import RM, instance_world, sigstore_instance
+from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
 
 __all__ = ["sigstore_instance"]
@@ -36,7 +36,7 @@ async def test_signing_after_ready_withdraws_no_claim_and_publish_goes_through(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     world = instance_world(tmp_path, sigstore_instance)
-    paths = world.stage(TAG)
+    paths = signed_paths(world, world.stage(TAG))
     await world.ready_all(TAG)
     refused = await world.say("hugo", f"/publish {TAG}")
     assert refused.private

@@ -65,11 +65,26 @@ class Respin:
 
 
 @dataclass(frozen=True)
+class Waive:
+    tag: ReleaseTag
+    target: str  # a role or a path, as typed
+    reason: str
+
+
+@dataclass(frozen=True)
+class Unwaive:
+    tag: ReleaseTag
+    target: str
+
+
+@dataclass(frozen=True)
 class Help:
     pass
 
 
-Command = Ready | Unready | Status | Hold | Unhold | Publish | Confirm | Respin | Help
+Command = (
+    Ready | Unready | Status | Hold | Unhold | Publish | Confirm | Respin | Waive | Unwaive | Help
+)
 
 # verb → (usage, example): help text and usage errors come from this one table.
 USAGE: dict[str, tuple[str, str]] = {
@@ -80,6 +95,11 @@ USAGE: dict[str, tuple[str, str]] = {
     "unhold": ("/unhold TAG", "/unhold 3.14.1"),
     "publish": ("/publish TAG, then /publish TAG confirm <code>", "/publish 3.14.1"),
     "respin": ("/respin TAG", "/respin 3.14.1"),
+    "waive": (
+        "/waive TAG PATH|ROLE [reason…]",
+        "/waive 3.14.1 python-3.14.1-arm64.exe build broke",
+    ),
+    "unwaive": ("/unwaive TAG PATH|ROLE", "/unwaive 3.14.1 python-3.14.1-arm64.exe"),
     "help": ("/help", "/help"),
 }
 
@@ -133,6 +153,10 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
             return Confirm(parsed, code.upper())
         case "respin", [tag]:
             return Respin(ReleaseTag.parse(tag.lower()))
+        case "waive", [tag, target, *reason]:
+            return Waive(ReleaseTag.parse(tag.lower()), _target(target, roles), " ".join(reason))
+        case "unwaive", [tag, target]:
+            return Unwaive(ReleaseTag.parse(tag.lower()), _target(target, roles))
         case "help", _:
             return Help()
     usage, example = USAGE[verb]
@@ -141,6 +165,11 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
 
 def _usage_error(usage: str, example: str) -> Command:
     raise CommandError(f"Usage: {usage} (for example {example}).")
+
+
+def _target(word: str, roles: Sequence[str]) -> str:
+    """A waiver's target: a role (any case, like /ready) or a path (exactly as typed)."""
+    return word.lower() if word.lower() in roles else word
 
 
 def _role(word: str, roles: Sequence[str]) -> str:

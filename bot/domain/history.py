@@ -15,6 +15,7 @@ from bot.domain.claims import Claim, Hold, Withdrawal
 from bot.domain.files import SnapshotFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import Waiver
 
 
 class EventKind(StrEnum):
@@ -30,6 +31,8 @@ class EventKind(StrEnum):
     PUBLISHED = "published"  # files, size
     ABORTED = "aborted"  # reason: a publish stopped before anything moved
     REFUSED = "refused"  # command, reason (audit only: changes no state)
+    WAIVED = "waived"  # target, role (bool), reason
+    UNWAIVED = "unwaived"  # target
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class ReleaseState:
     tag: ReleaseTag
     claims: dict[str, Claim] = field(default_factory=dict)
     withdrawals: dict[str, Withdrawal] = field(default_factory=dict)
+    delivered: dict[str, Claim] = field(default_factory=dict)  # claims spent by a publish
     holds: dict[str, Hold] = field(default_factory=dict)
     offer: Offer | None = None
     spent_codes: dict[str, str] = field(default_factory=dict)  # code hash → why it is spent
@@ -65,6 +69,8 @@ class ReleaseState:
     steps_done: dict[str, str] = field(default_factory=dict)  # step → detail
     published_at: float | None = None
     published_by: str | None = None
+    waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
+    public_files: tuple[PlanFile, ...] = ()  # every file published so far (late ones too)
 
     @property
     def is_published(self) -> bool:
@@ -82,11 +88,15 @@ class ReleaseState:
 
 
 def plan_to_json(plan: PublishPlan) -> dict[str, Any]:
-    return {"digest": plan.digest, "files": [f.to_json() for f in plan.files]}
+    data: dict[str, Any] = {"digest": plan.digest, "files": [f.to_json() for f in plan.files]}
+    if plan.waivers:
+        data["waivers"] = list(plan.waivers)
+    return data
 
 
 def plan_from_json(tag: ReleaseTag, data: Mapping[str, Any]) -> PublishPlan:
-    return PublishPlan(tag, tuple(PlanFile.from_json(f) for f in data["files"]))
+    files = tuple(PlanFile.from_json(f) for f in data["files"])
+    return PublishPlan(tag, files, tuple(data.get("waivers", ())))
 
 
 def fold(
@@ -130,15 +140,29 @@ def _apply(state: ReleaseState, event: Event) -> None:
             if state.offer is not None:
                 state.publishing = state.offer.plan
                 state.publisher = event.actor
+                state.steps_done.clear()  # a late publish runs the pipeline again
             _drop_offer(state, "already used")
         case EventKind.STEP_DONE:
             state.steps_done[data["step"]] = data.get("detail", "")
         case EventKind.PUBLISHED:
-            state.published_at = event.at
-            state.published_by = state.publisher or event.actor
+            if state.published_at is None:  # the first publish; later ones add late files
+                state.published_at = event.at
+                state.published_by = state.publisher or event.actor
+            if state.publishing is not None:
+                state.public_files += state.publishing.files
+            state.publishing, state.publisher = None, None
+            state.delivered.update(state.claims)
+            state.claims.clear()  # spent: late files need a new /ready
+            state.withdrawals.clear()
         case EventKind.ABORTED:
             state.publishing, state.publisher = None, None
             state.steps_done.clear()
+        case EventKind.WAIVED:
+            state.waivers[data["target"]] = Waiver(
+                data["target"], bool(data["role"]), event.actor, data.get("reason", ""), event.at
+            )
+        case EventKind.UNWAIVED:
+            state.waivers.pop(data["target"], None)
         case EventKind.STEP_STARTED | EventKind.REFUSED:
             pass
 

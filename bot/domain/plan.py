@@ -49,13 +49,17 @@ class PublishPlan:
 
     tag: ReleaseTag
     files: tuple[PlanFile, ...]
+    waivers: tuple[str, ...] = ()  # the waivers in force, as shown (sorted)
 
     @property
     def digest(self) -> str:
-        """SHA-256 over every (path, target, size, sha256): what a confirmation is bound to."""
+        """SHA-256 over every (path, target, size, sha256) and every waiver: what a
+        confirmation is bound to."""
         h = hashlib.sha256(str(self.tag).encode())
         for f in sorted(self.files, key=lambda f: f.path):
             h.update(f"\0{f.path}\0{f.target}\0{f.size}\0{f.sha256}".encode())
+        for waiver in self.waivers:
+            h.update(f"\0waiver\0{waiver}".encode())
         return h.hexdigest()
 
     @property
@@ -86,6 +90,7 @@ def make_plan(
             sha256=digests[f.path],
         )
         for role in readiness.roles
+        if not role.excused
         for f in role.present
     ]
 
@@ -94,4 +99,5 @@ def make_plan(
             return (0, f.path)  # docs go first: nothing links to them before the announcement
         return (2 if profile.is_index(f.path) else 1, f.path)
 
-    return PublishPlan(tag, tuple(sorted(files, key=order)))
+    waivers = tuple(sorted(w.describe() for w in readiness.waivers))
+    return PublishPlan(tag, tuple(sorted(files, key=order)), waivers)

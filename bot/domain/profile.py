@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
 
-_BRANCH_RE = re.compile(r"\d+\.\d+")
+_BOUND_RE = re.compile(r"\d+\.\d+(\.\d+)?")  # a branch (3.14) or a version (3.12.2)
 
 
 class _Strict(BaseModel):
@@ -25,21 +25,33 @@ class _Strict(BaseModel):
 
 
 class FileRule(_Strict):
-    """One file name (or pattern) with the branches it applies to."""
+    """One file name (or pattern) with the releases it applies to.
+
+    ``since``/``until`` are the first/last branch (``3.14``) or version (``3.12.2``);
+    ``unless_status`` lists branch statuses (``security``) in which the file is not made;
+    ``match`` (a pattern) lets a required file arrive under another name than ``name``
+    (``-macos12.pkg`` for ``-macos11.pkg``); ``signed = false`` exempts it from signatures.
+    """
 
     name: str
     since: str | None = None
     until: str | None = None
+    unless_status: tuple[str, ...] = ()
+    match: str | None = None
+    signed: bool | None = None  # None: as the role says
 
     @field_validator("since", "until")
     @classmethod
     def _branch(cls, value: str | None) -> str | None:
-        if value is not None and not _BRANCH_RE.fullmatch(value):
-            raise ValueError(f"{value!r} is not a branch like 3.14")
+        if value is not None and not _BOUND_RE.fullmatch(value):
+            raise ValueError(f"{value!r} is not a branch like 3.14 or a version like 3.12.2")
         return value
 
-    def applies_to(self, tag: ReleaseTag) -> bool:
-        if self.since is not None and not tag.at_least(self.since):
+    def applies_to(self, tag: ReleaseTag, status: str | None = None) -> bool:
+        """Whether the rule holds for ``tag`` on a branch in ``status`` (None: unknown)."""
+        if status is not None and status in self.unless_status:
+            return False
+        if self.since is not None and not _at_least(tag, self.since):
             return False
         return not (self.until is not None and _newer_than(tag, self.until))
 
@@ -58,6 +70,8 @@ class RoleSpec(_Strict):
     folder: str = ""  # sub-folder of the release's staging folder
     public: str = "{version}"  # folder under the public root
     stages: tuple[Literal["a", "b", "rc", "final"], ...] = ("a", "b", "rc", "final")
+    unless_status: tuple[str, ...] = ()  # branch statuses in which the role delivers nothing
+    signed: bool = True  # whether its files need a signature (when signatures are required)
     required: list[FileRule]
     allowed: list[FileRule] = Field(default_factory=list)
 
@@ -93,14 +107,25 @@ class Classification:
 class ExpectedFile:
     role: str
     path: str  # relative to the release's staging folder
+    pattern: str | None = None  # another name that may stand for ``path`` (a glob)
+    signed: bool = True  # whether it needs a signature when signatures are required
 
 
 class Profile:
     """A loaded profile. Answers, for a tag, which files each role must or may stage."""
 
-    def __init__(self, spec: ProfileSpec) -> None:
+    def __init__(self, spec: ProfileSpec, statuses: Mapping[str, str] | None = None) -> None:
         self.spec = spec
         self.name = spec.name
+        self.statuses: Mapping[str, str] = dict(statuses or {})  # branch → status
+
+    def with_statuses(self, statuses: Mapping[str, str]) -> Profile:
+        """This profile, knowing each branch's status (``3.12`` → ``security``)."""
+        return Profile(self.spec, statuses)
+
+    def status(self, tag: ReleaseTag) -> str | None:
+        """The status of ``tag``'s branch, or None when the release cycle does not list it."""
+        return self.statuses.get(tag.branch)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -110,16 +135,40 @@ class Profile:
     def roles_for(self, tag: ReleaseTag) -> tuple[str, ...]:
         """The roles that take part in ``tag`` (docs only for rc and final, say)."""
         stage = tag.stage.value or "final"
-        return tuple(name for name, role in self.spec.roles.items() if stage in role.stages)
-
-    def expected(self, tag: ReleaseTag) -> tuple[ExpectedFile, ...]:
-        """The required files of ``tag``, role by role in profile order."""
+        status = self.status(tag)
         return tuple(
-            ExpectedFile(role, _join(self.spec.roles[role].folder, expand(rule.name, tag)))
-            for role in self.roles_for(tag)
-            for rule in self.spec.roles[role].required
-            if rule.applies_to(tag)
+            name
+            for name, role in self.spec.roles.items()
+            if stage in role.stages and status not in role.unless_status
         )
+
+    def expected(self, tag: ReleaseTag, present: Collection[str] = ()) -> tuple[ExpectedFile, ...]:
+        """The required files of ``tag``, role by role in profile order.
+
+        A required file that may arrive under another name (its rule's ``match``) is given
+        by the first of ``present`` (staged paths) that matches, when its own name is absent.
+        """
+        found = []
+        status = self.status(tag)
+        for role in self.roles_for(tag):
+            spec = self.spec.roles[role]
+            for rule in spec.required:
+                if not rule.applies_to(tag, status):
+                    continue
+                path = _join(spec.folder, expand(rule.name, tag))
+                pattern = _join(spec.folder, expand(rule.match, tag)) if rule.match else None
+                if pattern is not None and path not in present:
+                    path = next(
+                        (p for p in sorted(present) if _pattern_re(pattern).fullmatch(p)), path
+                    )
+                signed = spec.signed if rule.signed is None else rule.signed
+                found.append(ExpectedFile(role, path, pattern, signed))
+        return tuple(found)
+
+    def needs_signature(self, tag: ReleaseTag, path: str) -> bool:
+        """Whether required file ``path`` of ``tag`` must be signed (when signatures are
+        required): what the release database lists is signed, docs and the like are not."""
+        return next((f.signed for f in self.expected(tag, (path,)) if f.path == path), False)
 
     def classify(self, tag: ReleaseTag, path: str) -> Classification:
         """Say whether ``path`` is required, allowed or a sidecar of ``tag``, and whose."""
@@ -155,6 +204,9 @@ class Profile:
         }
 
     def _classify_slow(self, tag: ReleaseTag, path: str) -> Classification:
+        for file in self.expected(tag):
+            if file.pattern is not None and _pattern_re(file.pattern).fullmatch(path):
+                return Classification(FileKind.REQUIRED, file.role)
         for suffix in (rule.suffix for rule in self.spec.sidecars if rule.applies_to(tag)):
             if path.endswith(suffix):
                 owner = self.classify(tag, path[: -len(suffix)])
@@ -164,7 +216,7 @@ class Profile:
             spec = self.spec.roles[role]
             for rule in spec.allowed:
                 pattern = _join(spec.folder, expand(rule.name, tag))
-                if rule.applies_to(tag) and _pattern_re(pattern).fullmatch(path):
+                if rule.applies_to(tag, self.status(tag)) and _pattern_re(pattern).fullmatch(path):
                     return Classification(FileKind.ALLOWED, role)
         return Classification(FileKind.UNEXPECTED)
 
@@ -230,11 +282,31 @@ def _join(folder: str, name: str) -> str:
 
 @cache
 def _pattern_re(pattern: str) -> re.Pattern[str]:
-    """``**`` matches across folders, ``*`` within one name; the rest is literal."""
-    parts = (re.escape(piece) for piece in pattern.split("**"))
-    return re.compile(".+".join(part.replace(r"\*", "[^/]+") for part in parts))
+    """``**`` matches across folders, ``*`` within one name, ``[1-9]`` one character of a
+    set; the rest is literal."""
+    out = []
+    for token in re.split(r"(\*\*|\*|\[[^\]/]+\])", pattern):
+        if token == "**":
+            out.append(".+")
+        elif token == "*":
+            out.append("[^/]+")
+        elif token.startswith("[") and token.endswith("]") and len(token) > 2:
+            out.append("[" + re.escape(token[1:-1]).replace(r"\-", "-") + "]")
+        else:
+            out.append(re.escape(token))
+    return re.compile("".join(out))
 
 
-def _newer_than(tag: ReleaseTag, branch: str) -> bool:
-    major, minor = (int(part) for part in branch.split("."))
-    return (tag.major, tag.minor) > (major, minor)
+def _bound(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _at_least(tag: ReleaseTag, bound: str) -> bool:
+    """Whether ``tag`` is on branch/version ``bound`` (3.14, 3.12.2) or newer."""
+    wanted = _bound(bound)
+    return (tag.major, tag.minor, tag.micro)[: len(wanted)] >= wanted
+
+
+def _newer_than(tag: ReleaseTag, bound: str) -> bool:
+    wanted = _bound(bound)
+    return (tag.major, tag.minor, tag.micro)[: len(wanted)] > wanted

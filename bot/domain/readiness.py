@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -11,6 +11,7 @@ from bot.domain.files import Listing, StagedFile
 from bot.domain.profile import FileKind, Profile
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import Waiver, owner_of, waived_paths, waived_roles
 
 
 class FileStatus(StrEnum):
@@ -20,6 +21,8 @@ class FileStatus(StrEnum):
     EMPTY = "empty"
     UNEXPECTED = "unexpected"
     NOT_REGULAR = "not a regular file"
+    PUBLIC = "public"  # published earlier: counts as delivered, never staged again
+    ALREADY_PUBLIC = "already public"  # staged again under a name already public: a blocker
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,23 @@ class RoleReadiness:
     files: tuple[FileReadiness, ...]
     claim: Claim | None = None
     withdrawal: Withdrawal | None = None
+    waiver: Waiver | None = None  # the RM waived the whole role for this release
+
+    @property
+    def excused(self) -> bool:
+        """Waived and not claimed: it blocks nothing and none of its files are published."""
+        return self.waiver is not None and self.claim is None
 
     @property
     def problems(self) -> tuple[FileReadiness, ...]:
-        return tuple(f for f in self.files if f.status is not FileStatus.PRESENT)
+        return tuple(
+            f for f in self.files if f.status not in (FileStatus.PRESENT, FileStatus.PUBLIC)
+        )
+
+    @property
+    def already_public(self) -> bool:
+        """Every file of the role was published earlier and nothing new is staged."""
+        return bool(self.files) and all(f.status is FileStatus.PUBLIC for f in self.files)
 
     @property
     def complete(self) -> bool:
@@ -66,6 +82,8 @@ class Readiness:
     holds: tuple[Hold, ...] = ()
     signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
     signatures_required: bool = False
+    branch_status: str | None = None  # from the release cycle (None: not listed)
+    waivers: tuple[Waiver, ...] = ()
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -75,9 +93,11 @@ class Readiness:
         """One short phrase per reason ``/publish`` must refuse; empty when publishable."""
         found = []
         for role in self.roles:
+            if role.excused:
+                continue
             if role.problems:
                 found.append(f"{role.role}: " + ", ".join(f.describe() for f in role.problems))
-            elif role.claim is None:
+            elif role.claim is None and not role.already_public:
                 found.append(f"{role.role}: nobody said /ready {role.role} {self.tag}")
         found += [f"staging: {f.describe()}" for f in self.stray]
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
@@ -118,28 +138,45 @@ def compute_readiness(
     claims: Mapping[str, Claim] | None = None,
     withdrawals: Mapping[str, Withdrawal] | None = None,
     holds: tuple[Hold, ...] = (),
+    waivers: tuple[Waiver, ...] = (),
+    public: Collection[str] = (),
 ) -> Readiness:
     """Fold a staging listing (and the one before it, to see growing files) into readiness.
 
     A file is "uploading" while it has a partial-upload name or it is absent from, or its
     size/mtime differs from, ``previous``; a file merely being recent never counts.
+    A waived required file may be missing; a waived unexpected file counts as its role's.
+    ``public`` (staging paths already published, for late files) count as delivered, and
+    staging one of them again is a problem.
     """
     claims = claims or {}
     withdrawals = withdrawals or {}
     per_role: dict[str, list[FileReadiness]] = {role: [] for role in profile.roles_for(tag)}
-    required = {f.path: f.role for f in profile.expected(tag)}
+    required = {f.path: f.role for f in profile.expected(tag, listing.keys())}
+    excused = waived_paths(waivers)
     for path, role in required.items():
         entry = listing.get(path)
+        if entry is None and path in public:
+            per_role[role].append(FileReadiness(path, FileStatus.PUBLIC, role, True))
+            continue
+        if entry is None and path in excused:
+            continue  # waived: it will not come
         status = FileStatus.MISSING if entry is None else _status(entry, previous)
+        if entry is not None and path in public:
+            status = FileStatus.ALREADY_PUBLIC
         per_role[role].append(
-            FileReadiness(path, status, role, True, entry.size if entry else None)
+            FileReadiness(path, status, role, path not in excused, entry.size if entry else None)
         )
     stray = []
     for path, entry in sorted(listing.items()):
         if path in required:
             continue
         kind = profile.classify(tag, path)
-        status = _status(entry, previous)
+        status = FileStatus.ALREADY_PUBLIC if path in public else _status(entry, previous)
+        if path in excused and not entry.has_partial_name and kind.kind is FileKind.UNEXPECTED:
+            owner = owner_of(profile, tag, path)
+            per_role[owner].append(FileReadiness(path, status, owner, False, entry.size))
+            continue
         if entry.has_partial_name or kind.kind is FileKind.UNEXPECTED or kind.role is None:
             stray.append(
                 FileReadiness(
@@ -150,11 +187,22 @@ def compute_readiness(
             )
         else:
             per_role[kind.role].append(FileReadiness(path, status, kind.role, False, entry.size))
+    by_role = waived_roles(waivers)
+    if public:  # late files: a waived role that now stages files says /ready for them
+        by_role = {r: w for r, w in by_role.items() if not _stages_anything(per_role[r])}
     roles = tuple(
-        RoleReadiness(role, tuple(files), claims.get(role), withdrawals.get(role))
+        RoleReadiness(
+            role, tuple(files), claims.get(role), withdrawals.get(role), by_role.get(role)
+        )
         for role, files in per_role.items()
     )
-    return Readiness(tag, roles, tuple(stray), holds)
+    return Readiness(
+        tag, roles, tuple(stray), holds, branch_status=profile.status(tag), waivers=waivers
+    )
+
+
+def _stages_anything(files: list[FileReadiness]) -> bool:
+    return any(f.status not in (FileStatus.MISSING, FileStatus.PUBLIC) for f in files)
 
 
 def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:

@@ -46,6 +46,19 @@ class LocalStorage:
         except OSError as err:
             raise StagingUnreachable(f"Cannot list {root}: {err.strerror}.") from err
 
+    def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
+        found: dict[str, StagedFile] = {}
+        for folder in folders:
+            try:
+                found.update(_walk(_inside(self.public, folder), folder))
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                raise StagingUnreachable(
+                    f"Cannot list {self.public / folder}: {err.strerror}."
+                ) from err
+        return found
+
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
     ) -> dict[str, str]:

@@ -214,6 +214,25 @@ class SftpStorage:
 
         return self._call(f"list {root}", op)
 
+    def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
+        """Every entry below the given public folders, keyed by path under the public root;
+        one ``listdir_attr`` per folder, a missing folder adds nothing."""
+
+        def op(conn: _Connection) -> dict[str, StagedFile]:
+            found: dict[str, StagedFile] = {}
+            for folder in folders:
+                try:
+                    found.update(self._walk(conn, _inside(self.public, folder), folder))
+                except FileNotFoundError:
+                    continue
+                except PermissionError as err:
+                    raise StagingUnreachable(
+                        f"Cannot list {self.public}/{folder} on {self.where}: {_reason(err)}."
+                    ) from err
+            return found
+
+        return self._call(f"list {self.public}", op)
+
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
     ) -> dict[str, str]:

@@ -150,7 +150,7 @@ def test_full_registration_of_a_3_13_release_with_gpg_signatures(
     )
     reg = registry(api, profile, sleeps)
     reg.preflight(ReleaseTag.parse("3.13.1"))
-    assert reg.sync(plan) == RegistryReport(created=9)
+    assert reg.sync(plan) == RegistryReport(created=10)
 
     src = {"gpg_signature_file": ".asc", "sbom_spdx2_file": ".spdx.json"}
     src |= {"sigstore_bundle_file": ".sigstore"}
@@ -182,12 +182,15 @@ def test_full_registration_of_a_3_13_release_with_gpg_signatures(
             expected_record(v, "python-3.13.1-embed-arm64.zip",
                             "Windows embeddable package (ARM64)",
                             "3131-Windows-embeddable-package-ARM64", "windows", sidecars=win),
+            expected_record(v, "windows-3.13.1.json", "Windows release manifest",
+                            "3131-Windows-release-manifest", "windows",
+                            description="Install with 'py install 3.13'", sidecars=win),
             expected_record(v, "python-3.13.1-macos11.pkg", "macOS installer",
                             "3131-macOS-installer", "macos", button=True,
                             description="for macOS 10.13 and later"),
         ],
     )  # fmt: skip
-    assert [r.method for r in api.writes] == ["POST"] * 9
+    assert [r.method for r in api.writes] == ["POST"] * 10
 
 
 def test_full_registration_of_a_3_14_release_with_android_manifest_and_sigstore(
@@ -366,8 +369,8 @@ def test_a_first_registration_interrupted_midway_keeps_what_it_made(
         registry(api, profile, sleeps).sync(plan)
     assert len(api.files("Python 3.13.1")) == 4  # today's script would delete these
 
-    assert registry(api, profile, sleeps).sync(plan) == RegistryReport(created=5, unchanged=4)
-    assert len(api.files("Python 3.13.1")) == 9
+    assert registry(api, profile, sleeps).sync(plan) == RegistryReport(created=6, unchanged=4)
+    assert len(api.files("Python 3.13.1")) == 10
     assert min(api.counts_after_writes("Python 3.13.1")) > 0
 
 
@@ -378,8 +381,8 @@ def test_a_create_whose_answer_was_lost_is_not_duplicated(
     plan = make_plan(profile, "3.13.1", {})
     api.fail("create", nth=2, status=502, commit=True)  # done, but the answer was a 502
 
-    assert registry(api, profile, sleeps).sync(plan) == RegistryReport(created=9)
-    assert len(api.files("Python 3.13.1")) == 9
+    assert registry(api, profile, sleeps).sync(plan) == RegistryReport(created=10)
+    assert len(api.files("Python 3.13.1")) == 10
     assert sleeps == [1.0]
 
 

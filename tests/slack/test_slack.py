@@ -144,7 +144,7 @@ async def test_the_summary_shows_each_role_with_its_state(workspace: Workspace) 
     assert "⏳ *docs*: complete" in text and "waiting for /ready docs 3.14.1" in text
     assert "❌ *macos*: incomplete, 1 of 1 files not ready:\n• `python-3.14.1-macos11.pkg`" in text
     assert "🛑 *On hold*\n• hugo since" in text and "waiting for the CVE fix" in text
-    assert "🔏 *Signatures*: 0 of 18 files signed and valid (not required)" in text
+    assert "🔏 *Signatures*: 0 of 11 files signed and valid (not required)" in text
     assert summary["channel"] == CHANNEL
 
 

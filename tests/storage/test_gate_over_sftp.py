@@ -15,6 +15,7 @@ from bot.messages import ChannelKind
 from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
 from tests.conftest import World
 from tests.console_driver import RELBOT, publish_through_console
+from tests.pinned import RELEASE_CYCLE_LINE
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
 
@@ -22,7 +23,8 @@ from tests.storage.conftest import sftp_storage
 def test_console_rehearsal_over_sftp_publishes_every_file(tmp_path: Path, sshd: SshServer) -> None:
     staging, public = tmp_path / "srv" / "staging", tmp_path / "srv" / "public"
     (tmp_path / "relbot.toml").write_text(
-        textwrap.dedent(f"""
+        RELEASE_CYCLE_LINE
+        + textwrap.dedent(f"""
         [storage]
         kind = "sftp"
         host = "127.0.0.1"

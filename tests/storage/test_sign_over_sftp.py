@@ -18,7 +18,7 @@ from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.signing import files_to_sign, registered_by, sign_release
-from tests.signing_fixtures import RM, sigstore_instance
+from tests.signing_fixtures import RM, signed_files, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
@@ -64,7 +64,10 @@ def test_relbot_sign_over_sftp_signs_every_file_in_place(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     config = sftp_config(tmp_path, sshd, sigstore_instance)
-    staged = stage_demo(tmp_path / "srv" / "staging", load_profile("cpython"))
+    staging = tmp_path / "srv" / "staging"
+    staged = signed_files(
+        load_profile("cpython"), staging / "3.14.1", stage_demo(staging, load_profile("cpython"))
+    )
     monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
     code = main(["sign", "3.14.1", "--config", str(config)])
     out = capsys.readouterr().out
@@ -86,7 +89,8 @@ def test_signing_hashes_on_the_server_and_downloads_nothing(
     tmp_path: Path, sshd: SshServer, sigstore_instance: SigstoreInstance
 ) -> None:
     config = load_config(sftp_config(tmp_path, sshd, sigstore_instance))
-    staged = stage_demo(tmp_path / "srv" / "staging", config.profile)
+    staging = tmp_path / "srv" / "staging"
+    staged = signed_files(config.profile, staging / "3.14.1", stage_demo(staging, config.profile))
     storage = sftp_storage(sshd, tmp_path / "srv" / "staging", tmp_path / "srv" / "public")
     listing = storage.list_staging(TAG)
     assert listing is not None

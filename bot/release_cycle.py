@@ -1,0 +1,111 @@
+"""Where the release cycle comes from: a URL (python.org's release-cycle JSON) or a file,
+the last copy read (kept next to the state file), and the copy shipped in the package, so
+the bot starts and works without the network. Only :func:`refresh` ever reaches the network;
+``relbot run`` (chat platforms) and ``relbot check`` call it."""
+
+from __future__ import annotations
+
+import calendar
+import os
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import httpx
+
+from bot.domain.release_cycle import ReleaseCycle, parse_release_cycle
+from bot.errors import ConfigError
+
+DEFAULT_URL = "https://peps.python.org/api/release-cycle.json"
+CACHE_NAME = "release-cycle.json"  # next to the state file
+SHIPPED_AS_OF = "2026-12-01"  # when bot/data/release-cycle.json was last brought up to date
+MAX_BYTES = 1 << 20  # the real file is a few kB
+
+
+@dataclass(frozen=True)
+class CycleCopy:
+    """A release cycle and where it came from: ``origin`` says which copy, ``as_of`` when
+    that copy was read from its source (seconds since the epoch)."""
+
+    cycle: ReleaseCycle
+    origin: str
+    as_of: float
+
+    def describe(self, now: float) -> str:
+        """``the cached copy of URL, read 3 days ago`` (for ``relbot check``)."""
+        return f"{self.origin}, read {_age(now - self.as_of)}"
+
+
+def is_url(source: str) -> bool:
+    return source.startswith(("https://", "http://"))
+
+
+def local_copy(source: str, base: Path, cache: Path) -> CycleCopy:
+    """The release cycle without the network: the file ``source`` names (relative to
+    ``base``), or for a URL the last copy cached in ``cache``, else the shipped copy.
+
+    Raises :class:`ConfigError` when ``source`` is a file that cannot be read or parsed.
+    """
+    if not is_url(source):
+        path = Path(source).expanduser()
+        path = path if path.is_absolute() else base / path
+        try:
+            data = path.read_bytes()
+            stamp = path.stat().st_mtime
+        except OSError as err:
+            raise ConfigError(f"release_cycle: cannot read {path} ({err.strerror}).") from err
+        return CycleCopy(parse_release_cycle(data, str(path)), f"the file {path}", stamp)
+    try:
+        cycle = parse_release_cycle(cache.read_bytes(), str(cache))
+        return CycleCopy(cycle, f"the cached copy of {source}", cache.stat().st_mtime)
+    except (OSError, ConfigError):
+        return shipped_copy()
+
+
+def shipped_copy() -> CycleCopy:
+    """The copy that ships with relbot (always there)."""
+    text = resources.files("bot").joinpath("data", CACHE_NAME).read_bytes()
+    as_of = calendar.timegm(time.strptime(SHIPPED_AS_OF, "%Y-%m-%d"))
+    cycle = parse_release_cycle(text, "the shipped copy")
+    return CycleCopy(cycle, "the copy shipped with relbot", as_of)
+
+
+def refresh(
+    source: str, base: Path, cache: Path, *, timeout: float = 10.0
+) -> tuple[CycleCopy, str | None]:
+    """Read ``source`` afresh when it is a URL and keep the copy in ``cache``; on failure fall
+    back to :func:`local_copy`. Returns the copy in use and, when the URL failed, why (one
+    sentence). A file ``source`` is simply read."""
+    if not is_url(source):
+        return local_copy(source, base, cache), None
+    try:
+        response = httpx.get(source, timeout=timeout, follow_redirects=True)
+        response.raise_for_status()
+        if len(response.content) > MAX_BYTES:
+            raise ConfigError(f"release_cycle: {source} answered more than {MAX_BYTES} bytes.")
+        cycle = parse_release_cycle(response.content, source)
+    except (httpx.HTTPError, ConfigError) as err:
+        why = str(err) if isinstance(err, ConfigError) else f"{type(err).__name__}: {err}"
+        problem = f"release_cycle: {source} could not be read ({why})."
+        return local_copy(source, base, cache), problem
+    _write_atomically(cache, response.content)
+    return CycleCopy(cycle, source, time.time()), None
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` in one rename, so a crash never leaves half a copy behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_bytes(data)
+    os.replace(part, path)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return "just now"
+    if seconds < 2 * 3600:
+        return f"{seconds // 60:.0f} minutes ago"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600:.0f} hours ago"
+    return f"{seconds // 86400:.0f} days ago"
