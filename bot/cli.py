@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -29,18 +30,26 @@ if TYPE_CHECKING:
     from bot.gate import Gate
 
 log = logging.getLogger("relbot")
+CONFIG_ENV = "RELBOT_CONFIG"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(args.log_level, args.log_format)
     try:
-        config = load_config(args.config)
+        config = load_config(args.config or _config_from_env())
         result: int = args.func(config, args)
         return result
     except RelbotError as err:
         print(f"relbot: {err}", file=sys.stderr)
         return 1
+
+
+def _config_from_env() -> Path | None:
+    """``RELBOT_CONFIG`` names the config file when ``--config`` does not (containers,
+    systemd); then ``./relbot.toml``, then the built-in default."""
+    value = os.environ.get(CONFIG_ENV, "")
+    return Path(value) if value else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"relbot {__version__}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", type=Path, help="config file (default: ./relbot.toml)")
+    common.add_argument(
+        "--config", type=Path, help="config file (default: $RELBOT_CONFIG, else ./relbot.toml)"
+    )
     common.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
@@ -87,6 +98,13 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             raise RelbotError(f"--platform: unknown platform {name!r} (console, slack, discord).")
         if name != "console" and name not in config.platforms():
             raise RelbotError(f"--platform {name}: the config has no [{name}] table.")
+    from adapters.console import FIXED_CODE_ENV
+
+    if platforms != ["console"] and os.environ.get(FIXED_CODE_ENV):
+        raise RelbotError(
+            f"{FIXED_CODE_ENV} is for console rehearsals only; unset it to run "
+            f"{', '.join(platforms)}."
+        )
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
@@ -160,7 +178,8 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
 
 
 async def _run_console(config: Config, speaker: str | None) -> int:
-    from adapters.console import Console, ConsoleChat
+    from adapters.console import Console, ConsoleChat, fixed_code
+    from bot.gate import new_code
     from bot.scheduler import Poller
 
     people = list(config.people)
@@ -169,8 +188,9 @@ async def _run_console(config: Config, speaker: str | None) -> int:
     speaker = speaker or people[0]
     if speaker not in people:
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
+    codes = fixed_code(os.environ) or new_code
     _first_start(config)
-    gate = build_gate(config, ConsoleChat(sys.stdout))
+    gate = build_gate(config, ConsoleChat(sys.stdout), code_factory=codes)
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
     async with _health(config, gate):

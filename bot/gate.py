@@ -131,7 +131,7 @@ class Gate:
         verb = type(command).__name__.lower()
         self.metrics.commands[verb] = self.metrics.commands.get(verb, 0) + 1
         if isinstance(command, cmd.Help):
-            return Reply(help_text(self.profile.roles))
+            return Reply(help_text(self.profile.roles, command.topic))
         if isinstance(command, cmd.Status):
             try:
                 return await self._status(command.tag)

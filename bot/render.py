@@ -19,11 +19,16 @@ HELP_LINES = {
     "unhold": "lift a hold (the holder or the release manager)",
     "publish": "release manager: see the plan, then confirm with the code it gives",
     "respin": "release manager: withdraw every claim and pending confirmation of TAG",
-    "help": "this list",
+    "help": "this list, or one command's",
 }
 
 
-def help_text(roles: tuple[str, ...]) -> str:
+def help_text(roles: tuple[str, ...], topic: str | None = None) -> str:
+    """Every command with an example, or only ``topic`` (a verb of the grammar)."""
+    if topic is not None:
+        usage, example = USAGE[topic]
+        text = f"{usage}: {HELP_LINES[topic]}; e.g. {example}"
+        return text + (f" (ROLE is one of {', '.join(roles)})" if "ROLE" in usage else "")
     lines = ["relbot commands (ROLE is one of " + ", ".join(roles) + "):"]
     for verb, (usage, example) in USAGE.items():
         lines.append(f"  {usage:<48} {HELP_LINES[verb]}; e.g. {example}")
