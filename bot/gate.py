@@ -50,6 +50,14 @@ class Refusal(RelbotError):
     """A command that cannot be carried out; the message is the one-sentence reply."""
 
 
+class NotAllowed(Refusal):
+    """The person lacks the role or the RM rights the command needs."""
+
+
+class CodeRefused(Refusal):
+    """A confirmation code that is wrong, spent, expired or issued to someone else."""
+
+
 @dataclass
 class _Observation:
     """What the bot last saw of a release's staging folder, and what it told the channel."""
@@ -120,14 +128,14 @@ class Gate:
         """Answer one chat line from ``user`` on ``platform``. Always exactly one reply."""
         reply = await self._answer(platform, user, text)
         if reply.private:
-            self.metrics.refusals += 1
+            self.metrics.refused(reply.refusal)
         return reply
 
     async def _answer(self, platform: str, user: str, text: str) -> Reply:
         try:
             command = cmd.parse_command(text, self.profile.roles)
         except cmd.CommandError as err:
-            return Reply(str(err), Tone.REFUSAL)
+            return Reply(str(err), Tone.REFUSAL, refusal="syntax")
         verb = type(command).__name__.lower()
         self.metrics.commands[verb] = self.metrics.commands.get(verb, 0) + 1
         if isinstance(command, cmd.Help):
@@ -136,7 +144,7 @@ class Gate:
             try:
                 return await self._status(command.tag)
             except StorageError as err:
-                return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL)
+                return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL, refusal="storage")
         person = self.team.identify(platform, user)
         tag = command.tag
         if person is None:
@@ -146,14 +154,19 @@ class Gate:
                 text,
                 f"You are not on the release team ({platform} user {user}); ask an admin to "
                 "add your ID to relbot's config.",
+                why="not_on_team",
             )
         async with self._lock(tag):
             try:
                 return await self._dispatch(person, command)
             except Refusal as err:
-                return self._refuse(tag, person, text, str(err))
+                return self._refuse(tag, person, text, str(err), why=_refusal_reason(err))
             except StorageError as err:
-                return Reply(f"{err} Nothing was changed; try again shortly.", Tone.REFUSAL)
+                return Reply(
+                    f"{err} Nothing was changed; try again shortly.",
+                    Tone.REFUSAL,
+                    refusal="storage",
+                )
 
     async def scan(self) -> None:
         """One scheduled pass over every open release: one listing per folder, digests only
@@ -171,9 +184,7 @@ class Gate:
             self.metrics.scan_failures += 1
             await self._staging_down(err)
             return
-        self.metrics.scans += 1
-        self.metrics.last_scan_seconds = time.perf_counter() - started
-        self.metrics.last_successful_scan = self._clock()
+        self.metrics.scanned(time.perf_counter() - started, self._clock())
         await self._staging_up()
         await self.resume()
 
@@ -226,7 +237,7 @@ class Gate:
         role, tag = command.role, command.tag
         if not self.team.has_role(person, role):
             held = ", ".join(self.team.roles_of(person)) or "no role"
-            raise Refusal(
+            raise NotAllowed(
                 f"Only people holding the {role} role can say it is ready; you hold {held}."
             )
         if role not in self.profile.roles_for(tag):
@@ -262,7 +273,7 @@ class Gate:
     async def _unready(self, person: str, command: cmd.Unready, state: ReleaseState) -> Reply:
         role, tag = command.role, command.tag
         if not (self.team.has_role(person, role) or self.team.is_rm(person, tag.branch)):
-            raise Refusal(f"Only a {role} person or an RM of {tag.branch} can withdraw {role}.")
+            raise NotAllowed(f"Only a {role} person or an RM of {tag.branch} can withdraw {role}.")
         if role not in state.claims:
             raise Refusal(f"{role} has no claim on {tag} to withdraw.")
         reason = f"withdrawn by {person} with /unready"
@@ -291,7 +302,7 @@ class Gate:
             lifted = [person]
         else:
             holders = ", ".join(state.holds)
-            raise Refusal(
+            raise NotAllowed(
                 f"{tag} is held by {holders}; only they or an RM of {tag.branch} can lift it."
             )
         for holder in lifted:
@@ -325,15 +336,17 @@ class Gate:
         if offer is None or offer.code_hash != code_hash:
             why = state.spent_codes.get(code_hash)
             if why is not None:
-                raise Refusal(f"That confirmation code was {why}; {again}.")
-            raise Refusal(f"That confirmation code is not valid for {tag}; {again}.")
+                raise CodeRefused(f"That confirmation code was {why}; {again}.")
+            raise CodeRefused(f"That confirmation code is not valid for {tag}; {again}.")
         if offer.person != person:
-            raise Refusal(
+            raise CodeRefused(
                 f"That confirmation code was issued to {offer.person}; only they can "
                 f"use it ({again} of your own)."
             )
         if self._clock() > offer.expires_at:
-            raise Refusal(f"That confirmation code expired at {when(offer.expires_at)}; {again}.")
+            raise CodeRefused(
+                f"That confirmation code expired at {when(offer.expires_at)}; {again}."
+            )
         plan = await self._publishable_plan(tag, state, fresh=True)
         if plan.digest != offer.plan.digest:
             changed = _plan_difference(offer.plan, plan)
@@ -348,6 +361,7 @@ class Gate:
                 f"Publishing {tag} did not finish; the channel has the reason and it "
                 "resumes by itself once the cause is fixed.",
                 Tone.REFUSAL,
+                refusal="publish_stopped",
             )
         return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
 
@@ -672,12 +686,14 @@ class Gate:
     def _require_rm(self, person: str, tag: ReleaseTag, what: str) -> None:
         if not self.team.is_rm(person, tag.branch):
             rms = ", ".join(self.team.rms_of(tag.branch))
-            raise Refusal(f"Only a release manager of {tag.branch} ({rms}) can {what} {tag}.")
+            raise NotAllowed(f"Only a release manager of {tag.branch} ({rms}) can {what} {tag}.")
 
-    def _refuse(self, tag: ReleaseTag | None, actor: str, text: str, reason: str) -> Reply:
+    def _refuse(
+        self, tag: ReleaseTag | None, actor: str, text: str, reason: str, *, why: str = "rule"
+    ) -> Reply:
         if tag is not None:
             self.store.append(tag, actor, EventKind.REFUSED, command=_redact(text), reason=reason)
-        return Reply(reason, Tone.REFUSAL)
+        return Reply(reason, Tone.REFUSAL, refusal=why)
 
     def _lock(self, tag: ReleaseTag) -> asyncio.Lock:
         return self._locks.setdefault(str(tag), asyncio.Lock())
@@ -687,6 +703,13 @@ class Gate:
 
     def _seen_listing(self, tag: ReleaseTag) -> Listing | None:
         return self._observation(tag).listing
+
+
+def _refusal_reason(err: Refusal) -> str:
+    """The metrics label of a refusal (one of ``bot.metrics.REFUSAL_REASONS``)."""
+    if isinstance(err, NotAllowed):
+        return "not_allowed"
+    return "code" if isinstance(err, CodeRefused) else "rule"
 
 
 def _redact(text: str) -> str:

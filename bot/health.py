@@ -7,7 +7,7 @@ import time
 
 from aiohttp import web
 
-from bot.metrics import Metrics
+from bot.metrics import CONTENT_TYPE, Metrics
 
 
 class HealthServer:
@@ -49,4 +49,4 @@ class HealthServer:
         )
 
     async def _metrics_text(self, request: web.Request) -> web.Response:
-        return web.Response(text=self._metrics.prometheus(), content_type="text/plain")
+        return web.Response(body=self._metrics.prometheus(), headers={"Content-Type": CONTENT_TYPE})

@@ -37,6 +37,7 @@ class Reply:
     tone: Tone = Tone.INFO
     plan: PublishPlan | None = None
     confirm: ConfirmPrompt | None = None
+    refusal: str = "rule"  # why it was refused, for metrics: one of REFUSAL_REASONS
 
     @property
     def private(self) -> bool:
