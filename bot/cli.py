@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.app import build_gate, build_registry, build_storage, build_verifier
+from bot.app import build_gate, build_registry, build_storage
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
@@ -87,7 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     audit.set_defaults(func=_audit)
 
     check = sub.add_parser("check", parents=[common], help="validate config, reach services")
+    check.add_argument(
+        "--offline", action="store_true", help="the config only: reach no service (ExecStartPre)"
+    )
     check.set_defaults(func=_check)
+
+    health = sub.add_parser(
+        "health", parents=[common], help="exit 0 if the running bot's /healthz answers 200"
+    )
+    health.set_defaults(func=_probe_health)
     return parser
 
 
@@ -164,12 +172,14 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
         return
     from bot.health import HealthServer
 
-    server = HealthServer(gate.metrics, config.model.poll_interval, config.model.health.port)
+    host, port = config.model.health.host, config.model.health.port
+    server = HealthServer(gate.metrics, config.model.poll_interval, port, host)
     try:
         await server.start()
     except OSError as err:
         raise RelbotError(
-            f"health.port: cannot listen on 127.0.0.1:{config.model.health.port} ({err.strerror})."
+            f"health: cannot listen on {host}:{port} ({err.strerror}); change health.host "
+            "or health.port."
         ) from err
     try:
         yield
@@ -284,14 +294,25 @@ def _audit(config: Config, args: argparse.Namespace) -> int:
 
 
 def _check(config: Config, args: argparse.Namespace) -> int:
-    """Every problem at once, each with its fix: one failing service does not hide the next."""
-    problems: list[str] = []
-    checks: list[Callable[[], list[str]]] = [
-        lambda: build_storage(config).check(),
-        functools.partial(_verifier_problems, config),
-        functools.partial(_registry_problems, config),
-        *(functools.partial(_platform_problems, config, name) for name in config.platforms()),
-    ]
+    """Every problem at once, each with its fix: one failing service does not hide the next.
+    The config first, offline; then (without ``--offline``) every service it names whose
+    offline checks passed. Local storage is on this machine: checked in both modes."""
+    from bot.preflight import offline_problems
+
+    found = offline_problems(config)
+    problems = list(found.problems)
+    checks: list[Callable[[], list[str]]] = []
+    local = config.model.storage.kind == "local"
+    if "storage" not in found.blocked and (local or not args.offline):
+        checks.append(lambda: build_storage(config).check())
+    if not args.offline:
+        if "pydotorg" not in found.blocked:
+            checks.append(functools.partial(_registry_problems, config))
+        checks += [
+            functools.partial(_platform_problems, config, name)
+            for name in config.platforms()
+            if name not in found.blocked
+        ]
     for check in checks:
         try:
             problems += check()
@@ -300,13 +321,20 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     if problems:
         print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
         return 1
-    print(f"relbot check: {config.origin} is valid and every configured service answers.")
+    if args.offline:
+        print(f"relbot check: {config.origin} is valid (offline: services were not reached).")
+    else:
+        print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
 
 
-def _verifier_problems(config: Config) -> list[str]:
-    build_verifier(config)  # raises ConfigError when the trusted root cannot be loaded
-    return []
+def _probe_health(config: Config, args: argparse.Namespace) -> int:
+    """The container's HEALTHCHECK: ask the running bot on the configured host and port."""
+    from bot.healthcheck import probe
+
+    healthy, line = probe(config)
+    print(f"relbot health: {line}", file=sys.stdout if healthy else sys.stderr)
+    return 0 if healthy else 1
 
 
 def _registry_problems(config: Config) -> list[str]:

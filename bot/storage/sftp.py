@@ -505,14 +505,23 @@ class SftpStorage:
     def _check(self, conn: _Connection) -> list[str]:
         problems = []
         for name, folder in (("staging", self.staging), ("public", self.public)):
+            # Never created here: a mistyped path must not become a folder nobody uploads to.
             try:
-                self._makedirs(conn, folder)
+                attr = self._lstat(conn, folder)
             except OSError as err:
                 if not conn.alive:
                     raise
                 problems.append(
-                    f"storage.{name}: cannot create {folder} on {self.where} ({_reason(err)})."
+                    f"storage.{name}: cannot read {folder} on {self.where} ({_reason(err)})."
                 )
+                continue
+            if attr is None:
+                problems.append(
+                    f"storage.{name}: {folder} does not exist on {self.where}; create it there "
+                    f"(mkdir -p {shlex.quote(folder)}) or fix the path."
+                )
+            elif not stat.S_ISDIR(attr.st_mode or 0):
+                problems.append(f"storage.{name}: {folder} on {self.where} is not a folder.")
         if not self._exec_allowed(conn):
             problems.append(
                 f"storage: {self.where} does not let {self.user} run commands (exec), so "
