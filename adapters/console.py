@@ -45,7 +45,8 @@ class ConsoleChat:
 
     async def post(self, message: ChannelMessage) -> str:
         self._posted += 1
-        self._write(CHANNEL_PREFIX + message.text)
+        called = "".join(f"@{person} " for person in message.mentions)
+        self._write(CHANNEL_PREFIX + called + message.text)
         return str(self._posted)
 
     async def update(self, ref: str, message: ChannelMessage) -> None:

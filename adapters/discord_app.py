@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 import aiohttp
@@ -55,16 +55,20 @@ class DiscordChat:
     :meth:`DiscordPlatform.start`); before that it raises :class:`DiscordError`.
     """
 
-    def __init__(self, client: discord.Client, channel: int) -> None:
+    def __init__(
+        self, client: discord.Client, channel: int, people: Mapping[str, str] | None = None
+    ) -> None:
         self._client = client
         self._channel = channel
+        self._people = dict(people or {})  # person → Discord user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
-        sent = await self._messageable().send(**_channel_payload(message))
+        sent = await self._messageable().send(**_channel_payload(message, self._people))
         return str(sent.id)
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
-        await self._messageable().get_partial_message(int(ref)).edit(**_channel_payload(message))
+        payload = _channel_payload(message, self._people)
+        await self._messageable().get_partial_message(int(ref)).edit(**payload)
 
     def _messageable(self) -> discord.PartialMessageable:
         if not self._client.is_ready():
@@ -72,10 +76,27 @@ class DiscordChat:
         return self._client.get_partial_messageable(self._channel)
 
 
-def _channel_payload(message: ChannelMessage) -> dict[str, Any]:
+def _channel_payload(message: ChannelMessage, people: Mapping[str, str]) -> dict[str, Any]:
+    """The message as Discord parameters. The people it calls on are mentioned as ``<@id>``
+    and only they may be pinged (anything else in the text, a hold reason, never pings)."""
     if message.kind is ChannelKind.SUMMARY:
         return {"content": None, "embed": summary_embed(message)}
-    return {"content": _clip(discord.utils.escape_markdown(message.text), MAX_CONTENT)}
+    ids = [people[p] for p in message.mentions if people.get(p, "").isdigit()]
+    named = [p for p in message.mentions if not people.get(p, "").isdigit()]
+    called = "".join(f"<@{i}> " for i in ids) + "".join(
+        f"{discord.utils.escape_markdown(p)} " for p in named
+    )
+    payload: dict[str, Any] = {
+        "content": _clip(called + discord.utils.escape_markdown(message.text), MAX_CONTENT)
+    }
+    if ids:  # else the client's default: nobody
+        payload["allowed_mentions"] = discord.AllowedMentions(
+            everyone=False,
+            roles=False,
+            replied_user=False,
+            users=[discord.Object(int(i)) for i in ids],
+        )
+    return payload
 
 
 def summary_embed(message: ChannelMessage) -> discord.Embed:
@@ -200,6 +221,7 @@ class DiscordPlatform:
         roles: Sequence[str],
         *,
         guild_ready_timeout: float = 2.0,
+        people: Mapping[str, str] | None = None,
     ) -> None:
         self._token = token
         self._settings = settings
@@ -220,7 +242,7 @@ class DiscordPlatform:
         self._tree = _Tree(self._client)
         for command in self._commands():
             self._tree.add_command(command, guild=self._guild)
-        self._chat = DiscordChat(self._client, settings.channel)
+        self._chat = DiscordChat(self._client, settings.channel, people)
 
     @classmethod
     def from_config(cls, config: Config) -> DiscordPlatform:
@@ -230,7 +252,8 @@ class DiscordPlatform:
         if settings is None:
             raise ConfigError(f"{config.origin}: discord: the config has no [discord] table.")
         token = config.secret("discord.token_env", settings.token_env)
-        return cls(token, settings, config.profile.roles)
+        ids = {name: p.discord for name, p in config.people.items() if p.discord}
+        return cls(token, settings, config.profile.roles, people=ids)
 
     @property
     def chat(self) -> DiscordChat:

@@ -99,20 +99,25 @@ class SlackChat:
     """The release channel on Slack: ``chat.postMessage`` returns the ``ts`` that
     ``chat.update`` later edits (the readiness summary is edited in place)."""
 
-    def __init__(self, client: AsyncWebClient, channel: str) -> None:
+    def __init__(
+        self, client: AsyncWebClient, channel: str, people: Mapping[str, str] | None = None
+    ) -> None:
         self._client = client
         self._channel = channel
+        self._people = dict(people or {})  # person → Slack user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
         """Post ``message``; returns its ``ts``. Raises ``SlackApiError`` when Slack refuses."""
         response = await self._client.chat_postMessage(
-            channel=self._channel, **channel_payload(message)
+            channel=self._channel, **channel_payload(message, self._people)
         )
         return str(response["ts"])
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace the message posted as ``ref``. Raises ``SlackApiError`` when Slack refuses."""
-        await self._client.chat_update(channel=self._channel, ts=ref, **channel_payload(message))
+        await self._client.chat_update(
+            channel=self._channel, ts=ref, **channel_payload(message, self._people)
+        )
 
 
 class SlackPlatform:
@@ -132,6 +137,7 @@ class SlackPlatform:
         host: str = "127.0.0.1",
         api_url: str = DEFAULT_API_URL,
         remembered_deliveries: int = 2048,
+        people: Mapping[str, str] | None = None,
     ) -> None:
         if mode == "socket" and not app_token:
             raise ConfigError("slack.app_token_env: Socket Mode needs an app-level token.")
@@ -149,7 +155,7 @@ class SlackPlatform:
             AsyncConnectionErrorRetryHandler(),
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         ]
-        self._chat = SlackChat(self._client, channel)
+        self._chat = SlackChat(self._client, channel, people)
         self._seen = SeenDeliveries(remembered_deliveries)
         self._gate: Gate | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -186,6 +192,7 @@ class SlackPlatform:
             signing_secret=signing_secret,
             port=settings.port,
             api_url=settings.api_url,
+            people={name: p.slack for name, p in config.people.items() if p.slack},
         )
 
     @property
@@ -355,14 +362,23 @@ class SlackPlatform:
 # -- rendering ---------------------------------------------------------------------------------
 
 
-def channel_payload(message: ChannelMessage) -> dict[str, Any]:
-    """``text`` (and ``blocks`` for the summary) of a channel message."""
+def channel_payload(
+    message: ChannelMessage, people: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``text`` (and ``blocks`` for the summary) of a channel message. The people it calls
+    on are mentioned by Slack user ID (``people``: person → ID), so Slack notifies them; one
+    without an ID is named."""
     if message.kind is ChannelKind.SUMMARY:
         return {
             "text": _clip(escape(message.text), MAX_TEXT),
             "blocks": summary_blocks(message.text, message.readiness),
         }
-    return {"text": escape(message.text)}
+    return {"text": mentions(message.mentions, people or {}) + escape(message.text)}
+
+
+def mentions(persons: Sequence[str], people: Mapping[str, str]) -> str:
+    """``<@U01ABCDEF> `` per person: Slack's mention markup, which notifies them."""
+    return "".join(f"<@{escape(people[p])}> " if p in people else f"{escape(p)} " for p in persons)
 
 
 def summary_blocks(text: str, readiness: Readiness | None) -> list[Block]:

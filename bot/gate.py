@@ -67,6 +67,7 @@ class _Observation:
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
     summary_text: str = ""
+    publishable: bool | None = None  # None until first seen: a restart calls nobody
 
 
 @dataclass
@@ -277,8 +278,10 @@ class Gate:
         if role not in state.claims:
             raise Refusal(f"{role} has no claim on {tag} to withdraw.")
         reason = f"withdrawn by {person} with /unready"
+        claimer = state.claims[role].person
         self.store.append(tag, person, EventKind.WITHDRAWN, role=role, reason=reason)
-        await self._notice(tag, f"{person} withdrew {role} from {tag}.")
+        others = [claimer] if claimer != person else []  # tell whoever claimed it
+        await self._notice(tag, f"{person} withdrew {role} from {tag}.", mentions=others)
         await self._refresh(tag)
         return Reply(f"{role} is no longer ready for {tag}.", Tone.SUCCESS)
 
@@ -445,7 +448,9 @@ class Gate:
             except PromotionConflict as err:
                 self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
                 await self._notice(
-                    tag, f"Publishing {tag} was stopped before anything moved: {err}"
+                    tag,
+                    f"Publishing {tag} was stopped before anything moved: {err}",
+                    mentions=_who(state.publisher),
                 )
                 return
             except RelbotError as err:
@@ -454,7 +459,7 @@ class Gate:
                 text = f"Publishing {tag} stopped at {step}: {err} It resumes by itself."
                 if self._observation(tag).pipeline_trouble != text:
                     self._observation(tag).pipeline_trouble = text
-                    await self._notice(tag, text)
+                    await self._notice(tag, text, mentions=_who(state.publisher))
                 return
             self.store.append(tag, BOT, EventKind.STEP_DONE, step=step, detail=detail)
         self.store.append(
@@ -609,6 +614,7 @@ class Gate:
                 f"The {role} claim on {tag} was withdrawn: {reason}. "
                 f"{claim.person}: check the files and say /ready {role} {tag} "
                 "again.",
+                mentions=[claim.person],
             )
             withdrew = True
         return withdrew
@@ -649,6 +655,7 @@ class Gate:
 
     async def _refresh_summary(self, readiness: Readiness, state: ReleaseState) -> None:
         seen = self._observation(readiness.tag)
+        await self._tell_rms_when_publishable(readiness, state, seen)
         text = summary_text(readiness, state)
         if text == seen.summary_text:
             return
@@ -664,8 +671,27 @@ class Gate:
             seen.summary_ref = ref
         seen.summary_text = text
 
-    async def _notice(self, tag: ReleaseTag | None, text: str) -> None:
-        await self.chat.post(ChannelMessage(ChannelKind.NOTICE, str(tag) if tag else None, text))
+    async def _tell_rms_when_publishable(
+        self, readiness: Readiness, state: ReleaseState, seen: _Observation
+    ) -> None:
+        """Call the RMs when the release becomes publishable while the bot watches (not at
+        a restart that finds it so: they were called when it happened)."""
+        now = readiness.publishable and not state.is_published and state.publishing is None
+        if now and seen.publishable is False:
+            tag = readiness.tag
+            await self._notice(
+                tag,
+                f"{tag} is publishable: every role is ready. RM: /publish {tag}",
+                mentions=self.team.rms_of(tag.branch),
+            )
+        seen.publishable = now
+
+    async def _notice(
+        self, tag: ReleaseTag | None, text: str, mentions: Sequence[str] = ()
+    ) -> None:
+        """A new channel message; ``mentions`` are the people who must act on it."""
+        where = str(tag) if tag else None
+        await self.chat.post(ChannelMessage(ChannelKind.NOTICE, where, text, None, tuple(mentions)))
 
     async def _staging_down(self, err: StorageError) -> None:
         health = self._health
@@ -710,6 +736,10 @@ def _refusal_reason(err: Refusal) -> str:
     if isinstance(err, NotAllowed):
         return "not_allowed"
     return "code" if isinstance(err, CodeRefused) else "rule"
+
+
+def _who(person: str | None) -> list[str]:
+    return [person] if person and person != BOT else []
 
 
 def _redact(text: str) -> str:

@@ -302,9 +302,14 @@ async def test_the_summary_is_posted_once_then_edited_in_place(workspace: Worksp
     assert len(ts) == 1 and ws.mock.messages[ts.pop()]["blocks"][0]["type"] == "header"
     assert posted_ts.body is summary
     notices = [c.body["text"] for c in ws.mock.ok("chat.postMessage") if not c.body.get("blocks")]
+    publishable = (
+        f"<@{HUGO}> <@{ALICE}> {TAG} is publishable: every role is ready. RM: /publish {TAG}"
+    )
     assert notices == [
+        publishable,  # the last /ready: the RMs are called
         f"ned put {TAG} on hold. /unhold {TAG} lifts it.",
         f"ned lifted the hold on {TAG}.",
+        publishable,  # publishable again once the hold is lifted
     ]
 
 
