@@ -38,6 +38,8 @@ MAX_DESCRIPTION = 4096
 MAX_FIELD = 1024
 MAX_CHOICES = 25
 PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
+CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
+CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
 
 
@@ -147,8 +149,9 @@ class PublishButton(
     template=PUBLISH_ID,
 ):
     """The plan's **Publish TAG** button. Its custom ID carries tag and code, so a click works
-    after a restart (registered with ``add_dynamic_items``); a click is the typed confirm
-    line, authorized by the gate like one."""
+    after a restart (registered with ``add_dynamic_items``). A click only asks: "Publish
+    TAG?" with :class:`ConfirmButton` and :class:`CancelButton`, as Slack's confirm dialog
+    does; the gate authorizes the confirming click like the typed confirm line."""
 
     def __init__(self, tag: str, code: str) -> None:
         super().__init__(
@@ -172,9 +175,86 @@ class PublishButton(
         return cls(match["tag"], match["code"])
 
     async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
+        view = discord.ui.View(timeout=None)
+        view.add_item(ConfirmButton(self.tag, self.code))
+        view.add_item(CancelButton(self.tag))
+        await interaction.response.send_message(
+            confirm_question(self.tag), view=view, ephemeral=True
+        )
+
+
+def confirm_question(tag: str) -> str:
+    return (
+        f"Publish {tag} now? Every file of the plan becomes public at once, then {tag} is "
+        "registered and announced. Published files cannot be taken back."
+    )
+
+
+class ConfirmButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=CONFIRM_ID,
+):
+    """**Yes, publish TAG**: the confirm line, typed by whoever clicked (the gate decides)."""
+
+    def __init__(self, tag: str, code: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=f"Yes, publish {tag}",
+                style=discord.ButtonStyle.danger,
+                custom_id=f"relbot:confirm:{tag}:{code}",
+            )
+        )
+        self.tag = tag
+        self.code = code
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[discord.Client],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["tag"], match["code"])
+
+    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
         client = interaction.client
         if isinstance(client, _Client):
             await client.platform.confirm(interaction, self.tag, self.code)
+
+
+class CancelButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=CANCEL_ID,
+):
+    """**Cancel**: nothing happens; the plan's button works until its code expires."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label="Cancel",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"relbot:cancel:{tag}",
+            )
+        )
+        self.tag = tag
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[discord.Client],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["tag"])
+
+    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
+        await interaction.response.edit_message(
+            content=f"{self.tag} was not published. The plan's button works until its code "
+            "expires.",
+            view=None,
+        )
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -355,7 +435,7 @@ class DiscordPlatform:
     async def setup(self, client: _Client) -> None:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
-        client.add_dynamic_items(PublishButton)
+        client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton)
         try:
             await self._tree.sync(guild=self._guild)
         except discord.Forbidden as err:
@@ -384,7 +464,7 @@ class DiscordPlatform:
         await interaction.followup.send(reply_content(reply.text), ephemeral=True, view=view)
 
     async def confirm(self, interaction: discord.Interaction[Any], tag: str, code: str) -> None:
-        """A click on Publish: the confirm line, typed by whoever clicked."""
+        """A click on "Yes, publish": the confirm line, typed by whoever clicked."""
         await interaction.response.defer()  # a component: acknowledged, the plan unchanged
         reply = await self._ask(interaction, f"/publish {tag} confirm {code}")
         if reply.tone is Tone.SUCCESS:
