@@ -10,9 +10,13 @@ gate's business, so no command carries ``default_permissions``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
+import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Self
 
 import aiohttp
@@ -41,6 +45,7 @@ PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
+SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
 
 
 class DiscordError(RelbotError):
@@ -302,6 +307,7 @@ class DiscordPlatform:
         *,
         guild_ready_timeout: float = 2.0,
         people: Mapping[str, str] | None = None,
+        sync_stamp: Path | None = None,
     ) -> None:
         self._token = token
         self._settings = settings
@@ -311,6 +317,8 @@ class DiscordPlatform:
         self._gate: Gate | None = None
         self._task: asyncio.Task[None] | None = None
         self._previous: tuple[str, yarl.URL] | None = None
+        # The digest of the command tree last synced (None: sync at every start).
+        self._sync_stamp = sync_stamp
         # Only the (unprivileged) guilds intent: slash commands and buttons need no intent,
         # and guild events tell discord.py which channels the bot can see.
         self._client = _Client(
@@ -333,7 +341,8 @@ class DiscordPlatform:
             raise ConfigError(f"{config.origin}: discord: the config has no [discord] table.")
         token = config.secret("discord.token_env", settings.token_env)
         ids = {name: p.discord for name, p in config.people.items() if p.discord}
-        return cls(token, settings, config.profile.roles, people=ids)
+        stamp = config.state_path.parent / SYNC_STAMP
+        return cls(token, settings, config.profile.roles, people=ids, sync_stamp=stamp)
 
     @property
     def chat(self) -> DiscordChat:
@@ -436,6 +445,10 @@ class DiscordPlatform:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
         client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton)
+        digest = self._tree_digest(client.application_id)
+        if self._synced() == digest:
+            log.info("discord: the commands are unchanged since the last sync; not synced")
+            return
         try:
             await self._tree.sync(guild=self._guild)
         except discord.Forbidden as err:
@@ -444,6 +457,32 @@ class DiscordPlatform:
                 f"{self._settings.guild}; invite it there with the bot and applications.commands "
                 "scopes (docs/discord.md)."
             ) from err
+        self._remember_sync(digest)
+
+    def _tree_digest(self, application: int | None) -> str:
+        """What a sync would send, and where: the same digest means nothing to sync (Discord
+        limits how many commands a bot may create a day)."""
+        commands = [c.to_dict(self._tree) for c in self._tree.get_commands(guild=self._guild)]
+        payload = {"application": application, "guild": self._settings.guild, "tree": commands}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def _synced(self) -> str | None:
+        if self._sync_stamp is None:
+            return None
+        try:
+            return self._sync_stamp.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None  # never synced here, or unreadable: sync
+
+    def _remember_sync(self, digest: str) -> None:
+        if self._sync_stamp is None:
+            return
+        partial = self._sync_stamp.with_name(self._sync_stamp.name + ".tmp")
+        try:
+            partial.write_text(digest + "\n", encoding="ascii")
+            os.replace(partial, self._sync_stamp)
+        except OSError as err:  # the next start syncs again: harmless
+            log.warning("discord: cannot remember the synced commands in %s: %s", partial, err)
 
     def _point_at_api(self) -> None:
         if self._previous is None:
