@@ -423,6 +423,8 @@ def reply_payload(reply: Reply) -> dict[str, Any]:
             "text": _clip(escape(reply.text), MAX_TEXT),
             "blocks": plan_blocks(reply.plan, reply.confirm, reply.text),
         }
+    if reply.summaries and not reply.private:  # /status: the summary's Block Kit
+        return {"text": _clip(escape(reply.text), MAX_TEXT), "blocks": status_blocks(reply)}
     icon = {Tone.REFUSAL: "❌ ", Tone.SUCCESS: "✅ "}.get(reply.tone, "")
     lines = reply.text.splitlines() or [""]
     if len(lines) == 1:
@@ -430,6 +432,19 @@ def reply_payload(reply: Reply) -> dict[str, Any]:
     else:  # /status and /help: aligned columns, kept aligned in a code block
         blocks = [_section(f"```{chunk}```") for chunk in _chunks(escape(reply.text))]
     return {"text": _clip(escape(reply.text), MAX_TEXT), "blocks": _fit(blocks)}
+
+
+def status_blocks(reply: Reply) -> list[Block]:
+    """The answer to ``/status``: each release as its channel summary shows it, divided."""
+    blocks: list[Block] = []
+    for message in reply.summaries:
+        if blocks:
+            blocks.append({"type": "divider"})
+        if message.kind is ChannelKind.SUMMARY:
+            blocks += summary_blocks(message.text, message.readiness)
+        else:  # nothing staged yet: a sentence, not a summary
+            blocks.append(_section(escape(message.text)))
+    return _fit(blocks)
 
 
 def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Block]:

@@ -393,20 +393,22 @@ class Gate:
         tags = [tag] if tag is not None else await self.open_tags()
         if not tags:
             return Reply("No open releases; stage files to start one (see /help).")
-        texts = []
+        shown = []
         for one in tags:
             async with self._lock(one):
                 state = self.store.release(one)
                 if state.is_published:
-                    texts.append(summary_text(self._readiness(one, {}, None, state), state))
+                    text = summary_text(self._readiness(one, {}, None, state), state)
+                    shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text))
                     continue
                 try:
                     readiness, _ = await self._observe(one, state, settle=False)
                 except Refusal as err:  # nothing staged: for a status, an answer, not an error
-                    texts.append(f"{one}: {err}")
+                    shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}"))
                     continue
-                texts.append(summary_text(readiness, state))
-        return Reply("\n".join(texts))
+                text = summary_text(readiness, state)
+                shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text, readiness))
+        return Reply("\n".join(m.text for m in shown), summaries=tuple(shown))
 
     # -- publishing --------------------------------------------------------------------------
 

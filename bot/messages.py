@@ -38,6 +38,8 @@ class Reply:
     plan: PublishPlan | None = None
     confirm: ConfirmPrompt | None = None
     refusal: str = "rule"  # why it was refused, for metrics: one of REFUSAL_REASONS
+    # /status: each release's summary as the channel shows it (rich platforms render these)
+    summaries: tuple[ChannelMessage, ...] = ()
 
     @property
     def private(self) -> bool:
