@@ -27,6 +27,7 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config, DiscordConfig
 from bot.domain.readiness import Readiness
 from bot.errors import ConfigError, RelbotError, StorageError
@@ -50,6 +51,10 @@ SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last s
 
 class DiscordError(RelbotError):
     """Discord refused the bot or could not be reached (the message says what to fix)."""
+
+
+class DiscordUnreachable(DiscordError):
+    """Discord could not be reached (network, DNS, a 5xx): worth trying again later."""
 
 
 # -- the release channel ---------------------------------------------------------------------
@@ -328,6 +333,10 @@ class DiscordPlatform:
             guild_ready_timeout=guild_ready_timeout,
         )
         self._tree = _Tree(self._client)
+        # discord.py logs each reconnect of the gateway with a traceback: one line instead.
+        gateway_log = logging.getLogger("discord.client")
+        if not any(isinstance(f, OneLineRetries) for f in gateway_log.filters):
+            gateway_log.addFilter(OneLineRetries("Attempting a reconnect"))
         for command in self._commands():
             self._tree.add_command(command, guild=self._guild)
         self._chat = DiscordChat(self._client, settings.channel, people)
@@ -352,11 +361,19 @@ class DiscordPlatform:
         """Connect and return once Discord says READY; raises DiscordError (naming the key to
         fix) when the token is refused or Discord cannot be reached."""
         self._gate = gate
-        try:
-            await self._connect()
-        except DiscordError:
-            await self.stop()
-            raise
+        backoff = Backoff(f"discord: reaching {self._api}")
+        while True:
+            try:
+                await self._connect()
+                return
+            except DiscordUnreachable as err:
+                # Closing the session closes its connector too: the next login makes both anew.
+                await self._client.http.close()
+                self._client.http.connector = discord.utils.MISSING
+                await asyncio.sleep(backoff.failed(log, err.__cause__ or err))
+            except DiscordError:
+                await self.stop()
+                raise
 
     async def _connect(self) -> None:
         self._point_at_api()
@@ -367,14 +384,20 @@ class DiscordPlatform:
                 f"discord.token_env: Discord refused the token in {self._settings.token_env}; "
                 "copy the bot token again from the Developer Portal (Bot, Reset Token)."
             ) from err
-        except (discord.HTTPException, aiohttp.ClientError, OSError) as err:
+        except discord.HTTPException as err:
+            if err.status >= 500:
+                raise DiscordUnreachable(f"discord.api_url: {self._api}: {err}") from err
             raise DiscordError(f"discord.api_url: cannot log in at {self._api}: {err}") from err
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            raise DiscordUnreachable(f"discord.api_url: cannot reach {self._api}: {err}") from err
         # A plain Client dials its built-in gateway address; ask Discord where it is, as
         # Discord asks bots to (and as api_url needs, in tests).
         try:
             _, gateway, _ = await self._client.http.get_bot_gateway()
         except discord.GatewayNotFound as err:
             raise DiscordError(f"discord.api_url: {self._api} names no gateway.") from err
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            raise DiscordUnreachable(f"discord.api_url: cannot reach {self._api}: {err}") from err
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
         self._task = asyncio.create_task(self._client.connect(), name="discord-gateway")
         ready = asyncio.create_task(self._client.wait_until_ready())

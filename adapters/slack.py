@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -29,6 +30,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.domain.plan import PublishPlan
 from bot.domain.readiness import Readiness, RoleReadiness
@@ -167,6 +169,7 @@ class SlackPlatform:
             # Socket Mode requests are not signed; bolt only verifies HTTP ones.
             signing_secret=signing_secret or "",
         )
+        _quiet_retries(self.app.logger)
         self.app.middleware(self._once)
         for command in COMMANDS:
             self.app.command(command)(self._on_command)
@@ -204,6 +207,9 @@ class SlackPlatform:
         self._gate = gate
         if self.mode == "socket":
             self._socket = AsyncSocketModeHandler(self.app, self._app_token)
+            # The SDK would retry forever with a traceback every 10 s: get the socket's URL
+            # here, with backoff and one line per attempt, then let the SDK connect to it.
+            self._socket.client.wss_uri = await self._socket_url()
             await self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
             return
         server = web.Application()
@@ -215,6 +221,22 @@ class SlackPlatform:
         bound = self._runner.addresses[0]
         self.port = int(bound[1])
         log.info("slack: listening on http://%s:%d%s", self.host, self.port, EVENTS_PATH)
+
+    async def _socket_url(self) -> str:
+        """A Socket Mode URL (``apps.connections.open``), retried while Slack cannot be
+        reached. Raises ConfigError when Slack refuses the app token."""
+        backoff = Backoff(f"slack: reaching {self._api_url}")
+        while True:
+            try:
+                response = await self._client.apps_connections_open(app_token=self._app_token or "")
+                return str(response["url"])
+            except SlackApiError as err:
+                raise ConfigError(
+                    f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
+                    "create an app-level token with connections:write and enable Socket Mode."
+                ) from err
+            except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError) as err:
+                await asyncio.sleep(backoff.failed(log, err))
 
     async def stop(self) -> None:
         """Stop taking requests, finish the commands under way, disconnect."""
@@ -604,6 +626,12 @@ def _delivery_id(body: Mapping[str, Any]) -> str | None:
         if isinstance(stamp, str):
             return f"action_ts:{stamp}"
     return None
+
+
+def _quiet_retries(logger: logging.Logger) -> None:
+    """The SDK logs each failed reconnect with a traceback: one line instead."""
+    if not any(isinstance(f, OneLineRetries) for f in logger.filters):
+        logger.addFilter(OneLineRetries("Failed to connect"))
 
 
 def _error_code(err: SlackApiError) -> str:

@@ -699,6 +699,12 @@ class Gate:
         health = self._health
         health.failures += 1
         health.skip_scans = min(2 ** (health.failures - 1) - 1, 20)  # back off: skip scans
+        log.warning(
+            "scan %d of staging failed (%s); next scan in %d s",
+            health.failures,
+            err,
+            (health.skip_scans + 1) * self.config.model.poll_interval,
+        )
         if health.unreachable_since is None:
             health.unreachable_since = self._clock()
             await self._notice(None, f"Cannot scan staging: {err} I keep trying.")

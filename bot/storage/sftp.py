@@ -777,14 +777,21 @@ class SftpStorage:
         """Connect, retrying briefly on network errors (not on refused keys), within about
         one ``connect_timeout`` in all: the caller (the scheduler) has its own backoff."""
         deadline = time.monotonic() + self.connect_timeout
-        for delay in (*_RECONNECT_DELAYS, None):
+        for attempt, delay in enumerate((*_RECONNECT_DELAYS, None), start=1):
             try:
                 return self._open()
             except SshRefused:
                 raise
-            except StagingUnreachable:
+            except StagingUnreachable as err:
                 if delay is None or time.monotonic() + delay > deadline:
                     raise
+                log.warning(
+                    "storage: connecting to %s failed (attempt %d: %s); retrying in %.1f s",
+                    self.where,
+                    attempt,
+                    err,
+                    delay,
+                )
                 time.sleep(delay)
         raise AssertionError("unreachable")
 
