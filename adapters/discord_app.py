@@ -614,8 +614,9 @@ class DiscordPlatform:
             await run(interaction, f"/respin {tag}")
 
         @app_commands.command(name="help", description="relbot's commands, with examples")
-        async def help_(interaction: discord.Interaction[Any]) -> None:
-            await run(interaction, "/help")
+        @app_commands.describe(command="one command to explain, e.g. ready")
+        async def help_(interaction: discord.Interaction[Any], command: str | None = None) -> None:
+            await run(interaction, f"/help {command}" if command else "/help")
 
         return [ready, unready, status, hold, unhold, publish, respin, help_]
 

@@ -66,10 +66,11 @@ def _storage(config: Config, found: Preflight) -> None:
         return
     assert settings.key_file and settings.known_hosts  # required for sftp by the config
     host = f"{settings.host}" + (f" -p {settings.port}" if settings.port != 22 else "")
+    key_file = config.path(settings.key_file)
     readable = {
         "key_file": (
-            config.path(settings.key_file),
-            f"create a key (ssh-keygen -t ed25519 -f PATH) and add its .pub to "
+            key_file,
+            f"create a key (ssh-keygen -t ed25519 -f {key_file}) and add its .pub to "
             f"~{settings.user}/.ssh/authorized_keys on {settings.host}",
         ),
         "known_hosts": (
