@@ -1,6 +1,7 @@
-# `make run`: the bot on the built-in local default (console, local folders, SQLite).
-# `make test`: installs what the tests need (Python deps, openssh-server, systemd, chromium),
-# then lints, type-checks and runs the tests.
+# `make run`: the bot on the built-in local default (console, local folders, SQLite); it
+# installs only what running needs.
+# `make test`: adds what the tests need (test extras, openssh-server, systemd, chromium), then
+# lints, type-checks and runs the tests.
 
 VENV ?= .venv
 PYTHON ?= python3
@@ -11,13 +12,17 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 $(BIN)/relbot: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+# The test tools (pytest, mypy, ruff, hypothesis, hadolint) on top of what running needs.
+$(VENV)/.test-extras: $(BIN)/relbot
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-install: $(BIN)/relbot
+install: $(VENV)/.test-extras
 
-run: install
+run: $(BIN)/relbot
 	$(BIN)/relbot run
 
 # The SFTP tests start a real sshd on 127.0.0.1; the deploy tests verify the systemd unit;

@@ -5,14 +5,35 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from bot.domain.commands import CODE_RE
+from bot.errors import ConfigError
 from bot.gate import Gate
 from bot.messages import ChannelMessage
 from bot.scheduler import Poller
 
 CHANNEL_PREFIX = "[#release] "
+# Test-only: a scripted rehearsal knows its confirmation code in advance. Honoured by the
+# console platform only; `relbot run` refuses to start a chat platform while it is set.
+FIXED_CODE_ENV = "RELBOT_CONSOLE_FIXED_CODE"
+AS_HELP = "/as PERSON"
+
+
+def fixed_code(environ: Mapping[str, str]) -> Callable[[], str] | None:
+    """The code factory that ``RELBOT_CONSOLE_FIXED_CODE`` asks for, or None when unset.
+
+    Raises :class:`ConfigError` when the value is not a code (6 to 12 of A-Z and 0-9).
+    """
+    value = environ.get(FIXED_CODE_ENV, "")
+    if not value:
+        return None
+    if not CODE_RE.fullmatch(value):
+        raise ConfigError(
+            f"{FIXED_CODE_ENV}: a confirmation code is 6 to 12 characters of A-Z and 0-9."
+        )
+    return lambda: value
 
 
 class ConsoleChat:
@@ -24,7 +45,8 @@ class ConsoleChat:
 
     async def post(self, message: ChannelMessage) -> str:
         self._posted += 1
-        self._write(CHANNEL_PREFIX + message.text)
+        called = "".join(f"@{person} " for person in message.mentions)
+        self._write(CHANNEL_PREFIX + called + message.text)
         return str(self._posted)
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
@@ -64,8 +86,16 @@ class Console:
         words = line.split()
         if words[0] == "/as":
             return self._switch(words[1:])
+        asks_help = words[0].lower() == "/help"
+        if asks_help and [w.lower().removeprefix("/") for w in words[1:]] == ["as"]:
+            return f"{AS_HELP}: {self._as_help()}"
         reply = await self._gate.handle("console", self._speaker, line)
+        if asks_help and len(words) == 1 and not reply.private:
+            return f"{reply.text}\n  {AS_HELP:<48} {self._as_help()}"
         return reply.text
+
+    def _as_help(self) -> str:
+        return f"console only: speak as another person ({', '.join(self._people)}); e.g. /as steve"
 
     def _switch(self, args: list[str]) -> str:
         if len(args) != 1 or args[0] not in self._people:

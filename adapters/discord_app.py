@@ -10,9 +10,13 @@ gate's business, so no command carries ``default_permissions``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Self
 
 import aiohttp
@@ -23,6 +27,7 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config, DiscordConfig
 from bot.domain.readiness import Readiness
 from bot.errors import ConfigError, RelbotError, StorageError
@@ -38,11 +43,18 @@ MAX_DESCRIPTION = 4096
 MAX_FIELD = 1024
 MAX_CHOICES = 25
 PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
+CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
+CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
+SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
 
 
 class DiscordError(RelbotError):
     """Discord refused the bot or could not be reached (the message says what to fix)."""
+
+
+class DiscordUnreachable(DiscordError):
+    """Discord could not be reached (network, DNS, a 5xx): worth trying again later."""
 
 
 # -- the release channel ---------------------------------------------------------------------
@@ -55,16 +67,20 @@ class DiscordChat:
     :meth:`DiscordPlatform.start`); before that it raises :class:`DiscordError`.
     """
 
-    def __init__(self, client: discord.Client, channel: int) -> None:
+    def __init__(
+        self, client: discord.Client, channel: int, people: Mapping[str, str] | None = None
+    ) -> None:
         self._client = client
         self._channel = channel
+        self._people = dict(people or {})  # person → Discord user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
-        sent = await self._messageable().send(**_channel_payload(message))
+        sent = await self._messageable().send(**_channel_payload(message, self._people))
         return str(sent.id)
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
-        await self._messageable().get_partial_message(int(ref)).edit(**_channel_payload(message))
+        payload = _channel_payload(message, self._people)
+        await self._messageable().get_partial_message(int(ref)).edit(**payload)
 
     def _messageable(self) -> discord.PartialMessageable:
         if not self._client.is_ready():
@@ -72,10 +88,27 @@ class DiscordChat:
         return self._client.get_partial_messageable(self._channel)
 
 
-def _channel_payload(message: ChannelMessage) -> dict[str, Any]:
+def _channel_payload(message: ChannelMessage, people: Mapping[str, str]) -> dict[str, Any]:
+    """The message as Discord parameters. The people it calls on are mentioned as ``<@id>``
+    and only they may be pinged (anything else in the text, a hold reason, never pings)."""
     if message.kind is ChannelKind.SUMMARY:
         return {"content": None, "embed": summary_embed(message)}
-    return {"content": _clip(discord.utils.escape_markdown(message.text), MAX_CONTENT)}
+    ids = [people[p] for p in message.mentions if people.get(p, "").isdigit()]
+    named = [p for p in message.mentions if not people.get(p, "").isdigit()]
+    called = "".join(f"<@{i}> " for i in ids) + "".join(
+        f"{discord.utils.escape_markdown(p)} " for p in named
+    )
+    payload: dict[str, Any] = {
+        "content": _clip(called + discord.utils.escape_markdown(message.text), MAX_CONTENT)
+    }
+    if ids:  # else the client's default: nobody
+        payload["allowed_mentions"] = discord.AllowedMentions(
+            everyone=False,
+            roles=False,
+            replied_user=False,
+            users=[discord.Object(int(i)) for i in ids],
+        )
+    return payload
 
 
 def summary_embed(message: ChannelMessage) -> discord.Embed:
@@ -126,8 +159,9 @@ class PublishButton(
     template=PUBLISH_ID,
 ):
     """The plan's **Publish TAG** button. Its custom ID carries tag and code, so a click works
-    after a restart (registered with ``add_dynamic_items``); a click is the typed confirm
-    line, authorized by the gate like one."""
+    after a restart (registered with ``add_dynamic_items``). A click only asks: "Publish
+    TAG?" with :class:`ConfirmButton` and :class:`CancelButton`, as Slack's confirm dialog
+    does; the gate authorizes the confirming click like the typed confirm line."""
 
     def __init__(self, tag: str, code: str) -> None:
         super().__init__(
@@ -151,9 +185,86 @@ class PublishButton(
         return cls(match["tag"], match["code"])
 
     async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
+        view = discord.ui.View(timeout=None)
+        view.add_item(ConfirmButton(self.tag, self.code))
+        view.add_item(CancelButton(self.tag))
+        await interaction.response.send_message(
+            confirm_question(self.tag), view=view, ephemeral=True
+        )
+
+
+def confirm_question(tag: str) -> str:
+    return (
+        f"Publish {tag} now? Every file of the plan becomes public at once, then {tag} is "
+        "registered and announced. Published files cannot be taken back."
+    )
+
+
+class ConfirmButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=CONFIRM_ID,
+):
+    """**Yes, publish TAG**: the confirm line, typed by whoever clicked (the gate decides)."""
+
+    def __init__(self, tag: str, code: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=f"Yes, publish {tag}",
+                style=discord.ButtonStyle.danger,
+                custom_id=f"relbot:confirm:{tag}:{code}",
+            )
+        )
+        self.tag = tag
+        self.code = code
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[discord.Client],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["tag"], match["code"])
+
+    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
         client = interaction.client
         if isinstance(client, _Client):
             await client.platform.confirm(interaction, self.tag, self.code)
+
+
+class CancelButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=CANCEL_ID,
+):
+    """**Cancel**: nothing happens; the plan's button works until its code expires."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label="Cancel",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"relbot:cancel:{tag}",
+            )
+        )
+        self.tag = tag
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[discord.Client],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["tag"])
+
+    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
+        await interaction.response.edit_message(
+            content=f"{self.tag} was not published. The plan's button works until its code "
+            "expires.",
+            view=None,
+        )
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -200,6 +311,8 @@ class DiscordPlatform:
         roles: Sequence[str],
         *,
         guild_ready_timeout: float = 2.0,
+        people: Mapping[str, str] | None = None,
+        sync_stamp: Path | None = None,
     ) -> None:
         self._token = token
         self._settings = settings
@@ -209,6 +322,8 @@ class DiscordPlatform:
         self._gate: Gate | None = None
         self._task: asyncio.Task[None] | None = None
         self._previous: tuple[str, yarl.URL] | None = None
+        # The digest of the command tree last synced (None: sync at every start).
+        self._sync_stamp = sync_stamp
         # Only the (unprivileged) guilds intent: slash commands and buttons need no intent,
         # and guild events tell discord.py which channels the bot can see.
         self._client = _Client(
@@ -218,9 +333,13 @@ class DiscordPlatform:
             guild_ready_timeout=guild_ready_timeout,
         )
         self._tree = _Tree(self._client)
+        # discord.py logs each reconnect of the gateway with a traceback: one line instead.
+        gateway_log = logging.getLogger("discord.client")
+        if not any(isinstance(f, OneLineRetries) for f in gateway_log.filters):
+            gateway_log.addFilter(OneLineRetries("Attempting a reconnect"))
         for command in self._commands():
             self._tree.add_command(command, guild=self._guild)
-        self._chat = DiscordChat(self._client, settings.channel)
+        self._chat = DiscordChat(self._client, settings.channel, people)
 
     @classmethod
     def from_config(cls, config: Config) -> DiscordPlatform:
@@ -230,7 +349,9 @@ class DiscordPlatform:
         if settings is None:
             raise ConfigError(f"{config.origin}: discord: the config has no [discord] table.")
         token = config.secret("discord.token_env", settings.token_env)
-        return cls(token, settings, config.profile.roles)
+        ids = {name: p.discord for name, p in config.people.items() if p.discord}
+        stamp = config.state_path.parent / SYNC_STAMP
+        return cls(token, settings, config.profile.roles, people=ids, sync_stamp=stamp)
 
     @property
     def chat(self) -> DiscordChat:
@@ -240,11 +361,19 @@ class DiscordPlatform:
         """Connect and return once Discord says READY; raises DiscordError (naming the key to
         fix) when the token is refused or Discord cannot be reached."""
         self._gate = gate
-        try:
-            await self._connect()
-        except DiscordError:
-            await self.stop()
-            raise
+        backoff = Backoff(f"discord: reaching {self._api}")
+        while True:
+            try:
+                await self._connect()
+                return
+            except DiscordUnreachable as err:
+                # Closing the session closes its connector too: the next login makes both anew.
+                await self._client.http.close()
+                self._client.http.connector = discord.utils.MISSING
+                await asyncio.sleep(backoff.failed(log, err.__cause__ or err))
+            except DiscordError:
+                await self.stop()
+                raise
 
     async def _connect(self) -> None:
         self._point_at_api()
@@ -255,14 +384,20 @@ class DiscordPlatform:
                 f"discord.token_env: Discord refused the token in {self._settings.token_env}; "
                 "copy the bot token again from the Developer Portal (Bot, Reset Token)."
             ) from err
-        except (discord.HTTPException, aiohttp.ClientError, OSError) as err:
+        except discord.HTTPException as err:
+            if err.status >= 500:
+                raise DiscordUnreachable(f"discord.api_url: {self._api}: {err}") from err
             raise DiscordError(f"discord.api_url: cannot log in at {self._api}: {err}") from err
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            raise DiscordUnreachable(f"discord.api_url: cannot reach {self._api}: {err}") from err
         # A plain Client dials its built-in gateway address; ask Discord where it is, as
         # Discord asks bots to (and as api_url needs, in tests).
         try:
             _, gateway, _ = await self._client.http.get_bot_gateway()
         except discord.GatewayNotFound as err:
             raise DiscordError(f"discord.api_url: {self._api} names no gateway.") from err
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            raise DiscordUnreachable(f"discord.api_url: cannot reach {self._api}: {err}") from err
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
         self._task = asyncio.create_task(self._client.connect(), name="discord-gateway")
         ready = asyncio.create_task(self._client.wait_until_ready())
@@ -332,7 +467,11 @@ class DiscordPlatform:
     async def setup(self, client: _Client) -> None:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
-        client.add_dynamic_items(PublishButton)
+        client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton)
+        digest = self._tree_digest(client.application_id)
+        if self._synced() == digest:
+            log.info("discord: the commands are unchanged since the last sync; not synced")
+            return
         try:
             await self._tree.sync(guild=self._guild)
         except discord.Forbidden as err:
@@ -341,6 +480,32 @@ class DiscordPlatform:
                 f"{self._settings.guild}; invite it there with the bot and applications.commands "
                 "scopes (docs/discord.md)."
             ) from err
+        self._remember_sync(digest)
+
+    def _tree_digest(self, application: int | None) -> str:
+        """What a sync would send, and where: the same digest means nothing to sync (Discord
+        limits how many commands a bot may create a day)."""
+        commands = [c.to_dict(self._tree) for c in self._tree.get_commands(guild=self._guild)]
+        payload = {"application": application, "guild": self._settings.guild, "tree": commands}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def _synced(self) -> str | None:
+        if self._sync_stamp is None:
+            return None
+        try:
+            return self._sync_stamp.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None  # never synced here, or unreadable: sync
+
+    def _remember_sync(self, digest: str) -> None:
+        if self._sync_stamp is None:
+            return
+        partial = self._sync_stamp.with_name(self._sync_stamp.name + ".tmp")
+        try:
+            partial.write_text(digest + "\n", encoding="ascii")
+            os.replace(partial, self._sync_stamp)
+        except OSError as err:  # the next start syncs again: harmless
+            log.warning("discord: cannot remember the synced commands in %s: %s", partial, err)
 
     def _point_at_api(self) -> None:
         if self._previous is None:
@@ -361,7 +526,7 @@ class DiscordPlatform:
         await interaction.followup.send(reply_content(reply.text), ephemeral=True, view=view)
 
     async def confirm(self, interaction: discord.Interaction[Any], tag: str, code: str) -> None:
-        """A click on Publish: the confirm line, typed by whoever clicked."""
+        """A click on "Yes, publish": the confirm line, typed by whoever clicked."""
         await interaction.response.defer()  # a component: acknowledged, the plan unchanged
         reply = await self._ask(interaction, f"/publish {tag} confirm {code}")
         if reply.tone is Tone.SUCCESS:
@@ -468,8 +633,9 @@ class DiscordPlatform:
             await run(interaction, f"/unwaive {tag} {target}")
 
         @app_commands.command(name="help", description="relbot's commands, with examples")
-        async def help_(interaction: discord.Interaction[Any]) -> None:
-            await run(interaction, "/help")
+        @app_commands.describe(command="one command to explain, e.g. ready")
+        async def help_(interaction: discord.Interaction[Any], command: str | None = None) -> None:
+            await run(interaction, f"/help {command}" if command else "/help")
 
         return [ready, unready, status, hold, unhold, publish, respin, waive, unwaive, help_]
 

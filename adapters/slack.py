@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -29,6 +30,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.domain.plan import PublishPlan
 from bot.domain.readiness import Readiness, RoleReadiness
@@ -108,20 +110,25 @@ class SlackChat:
     """The release channel on Slack: ``chat.postMessage`` returns the ``ts`` that
     ``chat.update`` later edits (the readiness summary is edited in place)."""
 
-    def __init__(self, client: AsyncWebClient, channel: str) -> None:
+    def __init__(
+        self, client: AsyncWebClient, channel: str, people: Mapping[str, str] | None = None
+    ) -> None:
         self._client = client
         self._channel = channel
+        self._people = dict(people or {})  # person → Slack user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
         """Post ``message``; returns its ``ts``. Raises ``SlackApiError`` when Slack refuses."""
         response = await self._client.chat_postMessage(
-            channel=self._channel, **channel_payload(message)
+            channel=self._channel, **channel_payload(message, self._people)
         )
         return str(response["ts"])
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace the message posted as ``ref``. Raises ``SlackApiError`` when Slack refuses."""
-        await self._client.chat_update(channel=self._channel, ts=ref, **channel_payload(message))
+        await self._client.chat_update(
+            channel=self._channel, ts=ref, **channel_payload(message, self._people)
+        )
 
 
 class SlackPlatform:
@@ -141,6 +148,7 @@ class SlackPlatform:
         host: str = "127.0.0.1",
         api_url: str = DEFAULT_API_URL,
         remembered_deliveries: int = 2048,
+        people: Mapping[str, str] | None = None,
     ) -> None:
         if mode == "socket" and not app_token:
             raise ConfigError("slack.app_token_env: Socket Mode needs an app-level token.")
@@ -158,7 +166,7 @@ class SlackPlatform:
             AsyncConnectionErrorRetryHandler(),
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         ]
-        self._chat = SlackChat(self._client, channel)
+        self._chat = SlackChat(self._client, channel, people)
         self._seen = SeenDeliveries(remembered_deliveries)
         self._gate: Gate | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -170,6 +178,7 @@ class SlackPlatform:
             # Socket Mode requests are not signed; bolt only verifies HTTP ones.
             signing_secret=signing_secret or "",
         )
+        _quiet_retries(self.app.logger)
         self.app.middleware(self._once)
         for command in COMMANDS:
             self.app.command(command)(self._on_command)
@@ -195,6 +204,7 @@ class SlackPlatform:
             signing_secret=signing_secret,
             port=settings.port,
             api_url=settings.api_url,
+            people={name: p.slack for name, p in config.people.items() if p.slack},
         )
 
     @property
@@ -206,6 +216,9 @@ class SlackPlatform:
         self._gate = gate
         if self.mode == "socket":
             self._socket = AsyncSocketModeHandler(self.app, self._app_token)
+            # The SDK would retry forever with a traceback every 10 s: get the socket's URL
+            # here, with backoff and one line per attempt, then let the SDK connect to it.
+            self._socket.client.wss_uri = await self._socket_url()
             await self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
             return
         server = web.Application()
@@ -217,6 +230,22 @@ class SlackPlatform:
         bound = self._runner.addresses[0]
         self.port = int(bound[1])
         log.info("slack: listening on http://%s:%d%s", self.host, self.port, EVENTS_PATH)
+
+    async def _socket_url(self) -> str:
+        """A Socket Mode URL (``apps.connections.open``), retried while Slack cannot be
+        reached. Raises ConfigError when Slack refuses the app token."""
+        backoff = Backoff(f"slack: reaching {self._api_url}")
+        while True:
+            try:
+                response = await self._client.apps_connections_open(app_token=self._app_token or "")
+                return str(response["url"])
+            except SlackApiError as err:
+                raise ConfigError(
+                    f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
+                    "create an app-level token with connections:write and enable Socket Mode."
+                ) from err
+            except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError) as err:
+                await asyncio.sleep(backoff.failed(log, err))
 
     async def stop(self) -> None:
         """Stop taking requests, finish the commands under way, disconnect."""
@@ -364,14 +393,23 @@ class SlackPlatform:
 # -- rendering ---------------------------------------------------------------------------------
 
 
-def channel_payload(message: ChannelMessage) -> dict[str, Any]:
-    """``text`` (and ``blocks`` for the summary) of a channel message."""
+def channel_payload(
+    message: ChannelMessage, people: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``text`` (and ``blocks`` for the summary) of a channel message. The people it calls
+    on are mentioned by Slack user ID (``people``: person → ID), so Slack notifies them; one
+    without an ID is named."""
     if message.kind is ChannelKind.SUMMARY:
         return {
             "text": _clip(escape(message.text), MAX_TEXT),
             "blocks": summary_blocks(message.text, message.readiness),
         }
-    return {"text": escape(message.text)}
+    return {"text": mentions(message.mentions, people or {}) + escape(message.text)}
+
+
+def mentions(persons: Sequence[str], people: Mapping[str, str]) -> str:
+    """``<@U01ABCDEF> `` per person: Slack's mention markup, which notifies them."""
+    return "".join(f"<@{escape(people[p])}> " if p in people else f"{escape(p)} " for p in persons)
 
 
 def summary_blocks(text: str, readiness: Readiness | None) -> list[Block]:
@@ -416,6 +454,8 @@ def reply_payload(reply: Reply) -> dict[str, Any]:
             "text": _clip(escape(reply.text), MAX_TEXT),
             "blocks": plan_blocks(reply.plan, reply.confirm, reply.text),
         }
+    if reply.summaries and not reply.private:  # /status: the summary's Block Kit
+        return {"text": _clip(escape(reply.text), MAX_TEXT), "blocks": status_blocks(reply)}
     icon = {Tone.REFUSAL: "❌ ", Tone.SUCCESS: "✅ "}.get(reply.tone, "")
     lines = reply.text.splitlines() or [""]
     if len(lines) == 1:
@@ -423,6 +463,19 @@ def reply_payload(reply: Reply) -> dict[str, Any]:
     else:  # /status and /help: aligned columns, kept aligned in a code block
         blocks = [_section(f"```{chunk}```") for chunk in _chunks(escape(reply.text))]
     return {"text": _clip(escape(reply.text), MAX_TEXT), "blocks": _fit(blocks)}
+
+
+def status_blocks(reply: Reply) -> list[Block]:
+    """The answer to ``/status``: each release as its channel summary shows it, divided."""
+    blocks: list[Block] = []
+    for message in reply.summaries:
+        if blocks:
+            blocks.append({"type": "divider"})
+        if message.kind is ChannelKind.SUMMARY:
+            blocks += summary_blocks(message.text, message.readiness)
+        else:  # nothing staged yet: a sentence, not a summary
+            blocks.append(_section(escape(message.text)))
+    return _fit(blocks)
 
 
 def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Block]:
@@ -584,6 +637,12 @@ def _delivery_id(body: Mapping[str, Any]) -> str | None:
         if isinstance(stamp, str):
             return f"action_ts:{stamp}"
     return None
+
+
+def _quiet_retries(logger: logging.Logger) -> None:
+    """The SDK logs each failed reconnect with a traceback: one line instead."""
+    if not any(isinstance(f, OneLineRetries) for f in logger.filters):
+        logger.addFilter(OneLineRetries("Failed to connect"))
 
 
 def _error_code(err: SlackApiError) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
-from bot.gate import Gate
+from bot.gate import Gate, new_code
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
@@ -85,7 +85,12 @@ def signers(config: Config) -> Callable[[ReleaseTag], tuple[str, str] | None]:
 
 
 def build_gate(
-    config: Config, chat: Chat, *, store: StateStore | None = None, connect: bool = True
+    config: Config,
+    chat: Chat,
+    *,
+    store: StateStore | None = None,
+    connect: bool = True,
+    code_factory: Callable[[], str] = new_code,
 ) -> Gate:
     """A gate on the configured storage and state. ``connect=False`` leaves out the services
     that need secrets (for ``relbot status``, which must work without them)."""
@@ -97,4 +102,5 @@ def build_gate(
         registry=build_registry(config) if connect else None,
         purger=build_purger(config) if connect else None,
         verifier=build_verifier(config),
+        code_factory=code_factory,
     )

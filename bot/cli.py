@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import signal
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__, release_cycle
-from bot.app import build_gate, build_registry, build_storage, build_verifier
+from bot.app import build_gate, build_registry, build_storage
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
@@ -30,18 +31,26 @@ if TYPE_CHECKING:
     from bot.gate import Gate
 
 log = logging.getLogger("relbot")
+CONFIG_ENV = "RELBOT_CONFIG"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(args.log_level, args.log_format)
     try:
-        config = load_config(args.config)
+        config = load_config(args.config or _config_from_env())
         result: int = args.func(config, args)
         return result
     except RelbotError as err:
         print(f"relbot: {err}", file=sys.stderr)
         return 1
+
+
+def _config_from_env() -> Path | None:
+    """``RELBOT_CONFIG`` names the config file when ``--config`` does not (containers,
+    systemd); then ``./relbot.toml``, then the built-in default."""
+    value = os.environ.get(CONFIG_ENV, "")
+    return Path(value) if value else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"relbot {__version__}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", type=Path, help="config file (default: ./relbot.toml)")
+    common.add_argument(
+        "--config", type=Path, help="config file (default: $RELBOT_CONFIG, else ./relbot.toml)"
+    )
     common.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
@@ -88,7 +99,15 @@ def _parser() -> argparse.ArgumentParser:
     sign.set_defaults(func=_sign)
 
     check = sub.add_parser("check", parents=[common], help="validate config, reach services")
+    check.add_argument(
+        "--offline", action="store_true", help="the config only: reach no service (ExecStartPre)"
+    )
     check.set_defaults(func=_check)
+
+    health = sub.add_parser(
+        "health", parents=[common], help="exit 0 if the running bot's /healthz answers 200"
+    )
+    health.set_defaults(func=_probe_health)
     return parser
 
 
@@ -99,6 +118,13 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             raise RelbotError(f"--platform: unknown platform {name!r} (console, slack, discord).")
         if name != "console" and name not in config.platforms():
             raise RelbotError(f"--platform {name}: the config has no [{name}] table.")
+    from adapters.console import FIXED_CODE_ENV
+
+    if platforms != ["console"] and os.environ.get(FIXED_CODE_ENV):
+        raise RelbotError(
+            f"{FIXED_CODE_ENV} is for console rehearsals only; unset it to run "
+            f"{', '.join(platforms)}."
+        )
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
@@ -161,13 +187,15 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
     from bot.board_http import BoardRoutes
     from bot.health import HealthServer
 
-    server = HealthServer(gate.metrics, config.model.poll_interval, config.model.health.port)
+    host, port = config.model.health.host, config.model.health.port
+    server = HealthServer(gate.metrics, config.model.poll_interval, port, host)
     server.serve_board(BoardRoutes(gate))
     try:
         await server.start()
     except OSError as err:
         raise RelbotError(
-            f"health.port: cannot listen on 127.0.0.1:{config.model.health.port} ({err.strerror})."
+            f"health: cannot listen on {host}:{port} ({err.strerror}); change health.host "
+            "or health.port."
         ) from err
     try:
         yield
@@ -176,7 +204,8 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
 
 
 async def _run_console(config: Config, speaker: str | None) -> int:
-    from adapters.console import Console, ConsoleChat
+    from adapters.console import Console, ConsoleChat, fixed_code
+    from bot.gate import new_code
     from bot.scheduler import Poller
 
     people = list(config.people)
@@ -185,8 +214,9 @@ async def _run_console(config: Config, speaker: str | None) -> int:
     speaker = speaker or people[0]
     if speaker not in people:
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
+    codes = fixed_code(os.environ) or new_code
     _first_start(config)
-    gate = build_gate(config, ConsoleChat(sys.stdout))
+    gate = build_gate(config, ConsoleChat(sys.stdout), code_factory=codes)
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
     async with _health(config, gate):
@@ -289,27 +319,41 @@ def _sign(config: Config, args: argparse.Namespace) -> int:
 
 
 def _check(config: Config, args: argparse.Namespace) -> int:
-    """Every problem at once, each with its fix: one failing service does not hide the next."""
-    problems: list[str] = []
-    checks: list[Callable[[], list[str]]] = [
-        lambda: build_storage(config).check(),
-        functools.partial(_verifier_problems, config),
-        functools.partial(_registry_problems, config),
-        *(functools.partial(_platform_problems, config, name) for name in config.platforms()),
-    ]
+    """Every problem at once, each with its fix: one failing service does not hide the next.
+    The config first, offline; then (without ``--offline``) every service it names whose
+    offline checks passed. Local storage is on this machine: checked in both modes."""
+    from bot.preflight import offline_problems
+
+    found = offline_problems(config)
+    problems = list(found.problems)
+    checks: list[Callable[[], list[str]]] = []
+    local = config.model.storage.kind == "local"
+    if "storage" not in found.blocked and (local or not args.offline):
+        checks.append(lambda: build_storage(config).check())
+    if not args.offline:
+        if "pydotorg" not in found.blocked:
+            checks.append(functools.partial(_registry_problems, config))
+        checks += [
+            functools.partial(_platform_problems, config, name)
+            for name in config.platforms()
+            if name not in found.blocked
+        ]
     for check in checks:
         try:
             problems += check()
         except RelbotError as err:
             problems.append(str(err))
-    if (problem := _refresh_release_cycle(config)) is not None:
+    if not args.offline and (problem := _refresh_release_cycle(config)) is not None:
         problems.append(problem)
     copy = config.release_cycle
     print(f"relbot check: release cycle from {copy.describe(time.time())}.")
     if problems:
         print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
         return 1
-    print(f"relbot check: {config.origin} is valid and every configured service answers.")
+    if args.offline:
+        print(f"relbot check: {config.origin} is valid (offline: services were not reached).")
+    else:
+        print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
 
 
@@ -324,9 +368,13 @@ def _refresh_release_cycle(config: Config) -> str | None:
     return problem
 
 
-def _verifier_problems(config: Config) -> list[str]:
-    build_verifier(config)  # raises ConfigError when the trusted root cannot be loaded
-    return []
+def _probe_health(config: Config, args: argparse.Namespace) -> int:
+    """The container's HEALTHCHECK: ask the running bot on the configured host and port."""
+    from bot.healthcheck import probe
+
+    healthy, line = probe(config)
+    print(f"relbot health: {line}", file=sys.stdout if healthy else sys.stderr)
+    return 0 if healthy else 1
 
 
 def _registry_problems(config: Config) -> list[str]:

@@ -84,6 +84,7 @@ class DiscordConfig(_Section):
 
 
 class HealthConfig(_Section):
+    host: str = "127.0.0.1"  # "0.0.0.0" lets Prometheus scrape a container
     port: int = Field(default=9110, ge=1, le=65535)
 
 

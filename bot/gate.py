@@ -55,6 +55,14 @@ class Refusal(RelbotError):
     """A command that cannot be carried out; the message is the one-sentence reply."""
 
 
+class NotAllowed(Refusal):
+    """The person lacks the role or the RM rights the command needs."""
+
+
+class CodeRefused(Refusal):
+    """A confirmation code that is wrong, spent, expired or issued to someone else."""
+
+
 @dataclass
 class _Observation:
     """What the bot last saw of a release's staging folder, and what it told the channel."""
@@ -67,6 +75,7 @@ class _Observation:
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
     summary_text: str = ""
+    publishable: bool | None = None  # None until first seen: a restart calls nobody
 
 
 @dataclass(frozen=True)
@@ -140,23 +149,23 @@ class Gate:
         """Answer one chat line from ``user`` on ``platform``. Always exactly one reply."""
         reply = await self._answer(platform, user, text)
         if reply.private:
-            self.metrics.refusals += 1
+            self.metrics.refused(reply.refusal)
         return reply
 
     async def _answer(self, platform: str, user: str, text: str) -> Reply:
         try:
             command = cmd.parse_command(text, self.profile.roles)
         except cmd.CommandError as err:
-            return Reply(str(err), Tone.REFUSAL)
+            return Reply(str(err), Tone.REFUSAL, refusal="syntax")
         verb = type(command).__name__.lower()
         self.metrics.commands[verb] = self.metrics.commands.get(verb, 0) + 1
         if isinstance(command, cmd.Help):
-            return Reply(help_text(self.profile.roles))
+            return Reply(help_text(self.profile.roles, command.topic))
         if isinstance(command, cmd.Status):
             try:
                 return await self._status(command.tag)
             except StorageError as err:
-                return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL)
+                return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL, refusal="storage")
         person = self.team.identify(platform, user)
         tag = command.tag
         if person is None:
@@ -166,14 +175,19 @@ class Gate:
                 f"You are not on the release team ({platform} user {user}); ask an admin to "
                 "add your ID to relbot's config.",
                 Tone.REFUSAL,
+                refusal="not_on_team",
             )
         async with self._lock(tag):
             try:
                 return await self._dispatch(person, command)
             except Refusal as err:
-                return self._refuse(tag, person, text, str(err))
+                return self._refuse(tag, person, text, str(err), why=_refusal_reason(err))
             except StorageError as err:
-                return Reply(f"{err} Nothing was changed; try again shortly.", Tone.REFUSAL)
+                return Reply(
+                    f"{err} Nothing was changed; try again shortly.",
+                    Tone.REFUSAL,
+                    refusal="storage",
+                )
 
     async def scan(self) -> None:
         """One scheduled pass over every open release: one listing per folder, digests only
@@ -191,9 +205,7 @@ class Gate:
             self.metrics.scan_failures += 1
             await self._staging_down(err)
             return
-        self.metrics.scans += 1
-        self.metrics.last_scan_seconds = time.perf_counter() - started
-        self.metrics.last_successful_scan = self._clock()
+        self.metrics.scanned(time.perf_counter() - started, self._clock())
         await self._staging_up()
         await self.resume()
 
@@ -255,7 +267,7 @@ class Gate:
         role, tag = command.role, command.tag
         if not self.team.has_role(person, role):
             held = ", ".join(self.team.roles_of(person)) or "no role"
-            raise Refusal(
+            raise NotAllowed(
                 f"Only people holding the {role} role can say it is ready; you hold {held}."
             )
         if role not in self.profile.roles_for(tag):
@@ -291,12 +303,14 @@ class Gate:
     async def _unready(self, person: str, command: cmd.Unready, state: ReleaseState) -> Reply:
         role, tag = command.role, command.tag
         if not (self.team.has_role(person, role) or self.team.is_rm(person, tag.branch)):
-            raise Refusal(f"Only a {role} person or an RM of {tag.branch} can withdraw {role}.")
+            raise NotAllowed(f"Only a {role} person or an RM of {tag.branch} can withdraw {role}.")
         if role not in state.claims:
             raise Refusal(f"{role} has no claim on {tag} to withdraw.")
         reason = f"withdrawn by {person} with /unready"
+        claimer = state.claims[role].person
         self.store.append(tag, person, EventKind.WITHDRAWN, role=role, reason=reason)
-        await self._notice(tag, f"{person} withdrew {role} from {tag}.")
+        others = [claimer] if claimer != person else []  # tell whoever claimed it
+        await self._notice(tag, f"{person} withdrew {role} from {tag}.", mentions=others)
         await self._refresh(tag)
         return Reply(f"{role} is no longer ready for {tag}.", Tone.SUCCESS)
 
@@ -320,7 +334,7 @@ class Gate:
             lifted = [person]
         else:
             holders = ", ".join(state.holds)
-            raise Refusal(
+            raise NotAllowed(
                 f"{tag} is held by {holders}; only they or an RM of {tag.branch} can lift it."
             )
         for holder in lifted:
@@ -354,15 +368,17 @@ class Gate:
         if offer is None or offer.code_hash != code_hash:
             why = state.spent_codes.get(code_hash)
             if why is not None:
-                raise Refusal(f"That confirmation code was {why}; {again}.")
-            raise Refusal(f"That confirmation code is not valid for {tag}; {again}.")
+                raise CodeRefused(f"That confirmation code was {why}; {again}.")
+            raise CodeRefused(f"That confirmation code is not valid for {tag}; {again}.")
         if offer.person != person:
-            raise Refusal(
+            raise CodeRefused(
                 f"That confirmation code was issued to {offer.person}; only they can "
                 f"use it ({again} of your own)."
             )
         if self._clock() > offer.expires_at:
-            raise Refusal(f"That confirmation code expired at {when(offer.expires_at)}; {again}.")
+            raise CodeRefused(
+                f"That confirmation code expired at {when(offer.expires_at)}; {again}."
+            )
         plan = await self._publishable_plan(tag, state, fresh=True)
         if plan.digest != offer.plan.digest:
             changed = _plan_difference(offer.plan, plan)
@@ -377,6 +393,7 @@ class Gate:
                 f"Publishing {tag} did not finish; the channel has the reason and it "
                 "resumes by itself once the cause is fixed.",
                 Tone.REFUSAL,
+                refusal="publish_stopped",
             )
         return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
 
@@ -439,20 +456,22 @@ class Gate:
         tags = [tag] if tag is not None else await self.open_tags()
         if not tags:
             return Reply("No open releases; stage files to start one (see /help).")
-        texts = []
+        shown = []
         for one in tags:
             async with self._lock(one):
                 state = self.store.release(one)
                 if state.is_published and not await self._late(one):
-                    texts.append(summary_text(self._readiness(one, {}, None, state), state))
+                    text = summary_text(self._readiness(one, {}, None, state), state)
+                    shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text))
                     continue
                 try:
                     readiness, _ = await self._observe(one, state, settle=False)
                 except Refusal as err:  # nothing staged: for a status, an answer, not an error
-                    texts.append(f"{one}: {err}")
+                    shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}"))
                     continue
-                texts.append(summary_text(readiness, state))
-        return Reply("\n".join(texts))
+                text = summary_text(readiness, state)
+                shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text, readiness))
+        return Reply("\n".join(m.text for m in shown), summaries=tuple(shown))
 
     # -- publishing --------------------------------------------------------------------------
 
@@ -505,7 +524,9 @@ class Gate:
             except PromotionConflict as err:
                 self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
                 await self._notice(
-                    tag, f"Publishing {tag} was stopped before anything moved: {err}"
+                    tag,
+                    f"Publishing {tag} was stopped before anything moved: {err}",
+                    mentions=_who(state.publisher),
                 )
                 return
             except RelbotError as err:
@@ -514,7 +535,7 @@ class Gate:
                 text = f"Publishing {tag} stopped at {step}: {err} It resumes by itself."
                 if self._observation(tag).pipeline_trouble != text:
                     self._observation(tag).pipeline_trouble = text
-                    await self._notice(tag, text)
+                    await self._notice(tag, text, mentions=_who(state.publisher))
                 return
             self.store.append(tag, BOT, EventKind.STEP_DONE, step=step, detail=detail)
         self.store.append(
@@ -681,6 +702,7 @@ class Gate:
                 f"The {role} claim on {tag} was withdrawn: {reason}. "
                 f"{claim.person}: check the files and say /ready {role} {tag} "
                 "again.",
+                mentions=[claim.person],
             )
             withdrew = True
         return withdrew
@@ -794,6 +816,7 @@ class Gate:
 
     async def _refresh_summary(self, readiness: Readiness, state: ReleaseState) -> None:
         seen = self._observation(readiness.tag)
+        await self._tell_rms_when_publishable(readiness, state, seen)
         text = summary_text(readiness, state)
         if text == seen.summary_text:
             return
@@ -809,13 +832,38 @@ class Gate:
             seen.summary_ref = ref
         seen.summary_text = text
 
-    async def _notice(self, tag: ReleaseTag | None, text: str) -> None:
-        await self.chat.post(ChannelMessage(ChannelKind.NOTICE, str(tag) if tag else None, text))
+    async def _tell_rms_when_publishable(
+        self, readiness: Readiness, state: ReleaseState, seen: _Observation
+    ) -> None:
+        """Call the RMs when the release becomes publishable while the bot watches (not at
+        a restart that finds it so: they were called when it happened)."""
+        now = readiness.publishable and not state.is_published and state.publishing is None
+        if now and seen.publishable is False:
+            tag = readiness.tag
+            await self._notice(
+                tag,
+                f"{tag} is publishable: every role is ready. RM: /publish {tag}",
+                mentions=self.team.rms_of(tag.branch),
+            )
+        seen.publishable = now
+
+    async def _notice(
+        self, tag: ReleaseTag | None, text: str, mentions: Sequence[str] = ()
+    ) -> None:
+        """A new channel message; ``mentions`` are the people who must act on it."""
+        where = str(tag) if tag else None
+        await self.chat.post(ChannelMessage(ChannelKind.NOTICE, where, text, None, tuple(mentions)))
 
     async def _staging_down(self, err: StorageError) -> None:
         health = self._health
         health.failures += 1
         health.skip_scans = min(2 ** (health.failures - 1) - 1, 20)  # back off: skip scans
+        log.warning(
+            "scan %d of staging failed (%s); next scan in %d s",
+            health.failures,
+            err,
+            (health.skip_scans + 1) * self.config.model.poll_interval,
+        )
         if health.unreachable_since is None:
             health.unreachable_since = self._clock()
             await self._notice(None, f"Cannot scan staging: {err} I keep trying.")
@@ -831,12 +879,14 @@ class Gate:
     def _require_rm(self, person: str, tag: ReleaseTag, what: str) -> None:
         if not self.team.is_rm(person, tag.branch):
             rms = ", ".join(self.team.rms_of(tag.branch))
-            raise Refusal(f"Only a release manager of {tag.branch} ({rms}) can {what} {tag}.")
+            raise NotAllowed(f"Only a release manager of {tag.branch} ({rms}) can {what} {tag}.")
 
-    def _refuse(self, tag: ReleaseTag | None, actor: str, text: str, reason: str) -> Reply:
+    def _refuse(
+        self, tag: ReleaseTag | None, actor: str, text: str, reason: str, *, why: str = "rule"
+    ) -> Reply:
         if tag is not None:
             self.store.append(tag, actor, EventKind.REFUSED, command=_redact(text), reason=reason)
-        return Reply(reason, Tone.REFUSAL)
+        return Reply(reason, Tone.REFUSAL, refusal=why)
 
     def _lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(str(tag))
@@ -858,6 +908,17 @@ class Gate:
 
     def _seen_listing(self, tag: ReleaseTag) -> Listing | None:
         return self._observation(tag).listing
+
+
+def _refusal_reason(err: Refusal) -> str:
+    """The metrics label of a refusal (one of ``bot.metrics.REFUSAL_REASONS``)."""
+    if isinstance(err, NotAllowed):
+        return "not_allowed"
+    return "code" if isinstance(err, CodeRefused) else "rule"
+
+
+def _who(person: str | None) -> list[str]:
+    return [person] if person and person != BOT else []
 
 
 def _redact(text: str) -> str:

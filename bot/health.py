@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from bot.metrics import Metrics
+from bot.metrics import CONTENT_TYPE, Metrics
 
 if TYPE_CHECKING:
     from bot.board_http import BoardRoutes
@@ -61,4 +61,4 @@ class HealthServer:
         )
 
     async def _metrics_text(self, request: web.Request) -> web.Response:
-        return web.Response(text=self._metrics.prometheus(), content_type="text/plain")
+        return web.Response(body=self._metrics.prometheus(), headers={"Content-Type": CONTENT_TYPE})

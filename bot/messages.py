@@ -37,6 +37,9 @@ class Reply:
     tone: Tone = Tone.INFO
     plan: PublishPlan | None = None
     confirm: ConfirmPrompt | None = None
+    refusal: str = "rule"  # why it was refused, for metrics: one of REFUSAL_REASONS
+    # /status: each release's summary as the channel shows it (rich platforms render these)
+    summaries: tuple[ChannelMessage, ...] = ()
 
     @property
     def private(self) -> bool:
@@ -52,9 +55,12 @@ class ChannelKind(StrEnum):
 @dataclass(frozen=True)
 class ChannelMessage:
     """A post in the release channel. A summary carries the readiness it shows, except once
-    the release is published."""
+    the release is published; a notice names the people it calls on."""
 
     kind: ChannelKind
     tag: str | None
     text: str
     readiness: Readiness | None = None
+    # People (config names) who must act on it: each platform notifies them its own way
+    # (Slack <@U…>, Discord <@id>, the console @name).
+    mentions: tuple[str, ...] = ()

@@ -23,11 +23,16 @@ HELP_LINES = {
     "waive": "release manager: for TAG only, a file that will not come, an extra file to "
     "publish, or a role that needs no /ready",
     "unwaive": "release manager: undo that waiver",
-    "help": "this list",
+    "help": "this list, or one command's",
 }
 
 
-def help_text(roles: tuple[str, ...]) -> str:
+def help_text(roles: tuple[str, ...], topic: str | None = None) -> str:
+    """Every command with an example, or only ``topic`` (a verb of the grammar)."""
+    if topic is not None:
+        usage, example = USAGE[topic]
+        text = f"{usage}: {HELP_LINES[topic]}; e.g. {example}"
+        return text + (f" (ROLE is one of {', '.join(roles)})" if "ROLE" in usage else "")
     lines = ["relbot commands (ROLE is one of " + ", ".join(roles) + "):"]
     for verb, (usage, example) in USAGE.items():
         lines.append(f"  {usage:<48} {HELP_LINES[verb]}; e.g. {example}")

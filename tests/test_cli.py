@@ -254,9 +254,7 @@ def test_check_passes_on_the_local_default_and_creates_the_folders(
     assert (tmp_path / "relbot-data" / "public").is_dir()
 
 
-def test_check_fails_with_the_reason_when_staging_cannot_be_created(
-    cli: Cli, tmp_path: Path
-) -> None:
+def test_check_fails_naming_both_folders_when_they_do_not_exist(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "blocker").write_text("a regular file, not a folder\n", encoding="utf-8")
     write_config(
         tmp_path,
@@ -269,7 +267,7 @@ def test_check_fails_with_the_reason_when_staging_cannot_be_created(
     assert result.returncode == 1
     assert "storage.staging" in result.stderr
     assert "storage.public" in result.stderr
-    assert "cannot create" in result.stderr
+    assert "does not exist; create it (mkdir -p" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -26,6 +26,15 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
     assert result.returncode == 0 and not result.stderr.strip(), result.stderr
     for hardening in ("NoNewPrivileges=yes", "ProtectSystem=strict", "Restart=on-failure"):
         assert hardening in unit
+    for hardening in ("ProtectProc=invisible", "RemoveIPC=yes", "SystemCallFilter=@system-service"):
+        assert hardening in unit
+
+
+def test_systemd_checks_the_config_offline_before_start() -> None:
+    unit = (DEPLOY / "relbot.service").read_text()
+    pre = [line for line in unit.splitlines() if line.startswith("ExecStartPre=")]
+    assert pre == ["ExecStartPre=/opt/relbot/bin/relbot check --offline"]
+    assert "Environment=RELBOT_CONFIG=/etc/relbot/relbot.toml" in unit
 
 
 def test_dockerfile_passes_hadolint() -> None:
@@ -37,6 +46,8 @@ def test_dockerfile_passes_hadolint() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     text = (DEPLOY / "Dockerfile").read_text()
     assert "HEALTHCHECK" in text and "\nUSER " in text and "VOLUME" in text
+    assert 'CMD ["relbot", "health"]' in text, "the check must follow the configured port"
+    assert "ENV RELBOT_CONFIG=" in text
 
 
 def test_the_example_config_for_cpython_loads() -> None:

@@ -72,8 +72,8 @@ def test_running_bot_serves_healthz_and_metrics(tmp_path: Path) -> None:
         assert status == 200
         assert "# TYPE relbot_scans_total counter" in metrics
         scans = next(line for line in metrics.splitlines() if line.startswith("relbot_scans_total"))
-        assert int(scans.split()[1]) >= 1
-        for name in ("scan_duration_seconds", "last_successful_scan_timestamp_seconds",
+        assert float(scans.split()[1]) >= 1
+        for name in ("scan_duration_seconds_count", "last_successful_scan_timestamp_seconds",
                      "publishes_total", "scan_failures_total"):  # fmt: skip
             assert f"relbot_{name} " in metrics
     finally:

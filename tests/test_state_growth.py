@@ -59,7 +59,7 @@ async def test_an_outsider_cannot_open_a_release(world: World) -> None:
         reply = await world.gate.handle("discord", "42", line)
         assert reply.private
     assert world.store.tags() == []
-    assert world.gate.metrics.refusals == 3
+    assert world.gate.metrics.refusals == {"not_on_team": 3}
 
 
 async def test_a_team_members_refusal_stays_in_the_audit_trail(world: World) -> None:

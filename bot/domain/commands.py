@@ -5,6 +5,7 @@ Like prow's commands, the grammar is line-anchored: the line must start with the
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ class Unwaive:
 
 @dataclass(frozen=True)
 class Help:
-    pass
+    topic: str | None = None  # one command's verb: `/help ready`
 
 
 Command = (
@@ -100,7 +101,7 @@ USAGE: dict[str, tuple[str, str]] = {
         "/waive 3.14.1 python-3.14.1-arm64.exe build broke",
     ),
     "unwaive": ("/unwaive TAG PATH|ROLE", "/unwaive 3.14.1 python-3.14.1-arm64.exe"),
-    "help": ("/help", "/help"),
+    "help": ("/help [COMMAND]", "/help ready"),
 }
 
 
@@ -119,7 +120,7 @@ def parse_command(line: str, roles: Sequence[str]) -> Command:
         raise CommandError("Commands start with '/'; type /help for the list.")
     verb = verb[1:]
     if verb not in USAGE:
-        raise CommandError(f"{quote_input(words[0])} is not a command; type /help for the list.")
+        raise _not_a_command(words[0], verb)
     args = words[1:]
     try:
         return _build(verb, args, roles)
@@ -157,10 +158,22 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
             return Waive(ReleaseTag.parse(tag.lower()), _target(target, roles), " ".join(reason))
         case "unwaive", [tag, target]:
             return Unwaive(ReleaseTag.parse(tag.lower()), _target(target, roles))
-        case "help", _:
+        case "help", []:
             return Help()
+        case "help", [topic]:
+            name = topic.lower().removeprefix("/")
+            if name not in USAGE:
+                raise _not_a_command(topic, name)
+            return Help(name)
     usage, example = USAGE[verb]
     return _usage_error(usage, example)
+
+
+def _not_a_command(typed: str, verb: str) -> CommandError:
+    """The refusal of an unknown verb, with ``(did you mean /ready?)`` for a near miss."""
+    close = difflib.get_close_matches(verb, USAGE, n=1, cutoff=0.6)
+    hint = f" (did you mean /{close[0]}?)" if close else ""
+    return CommandError(f"{quote_input(typed)} is not a command{hint}; type /help for the list.")
 
 
 def _usage_error(usage: str, example: str) -> Command:

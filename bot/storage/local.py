@@ -103,12 +103,18 @@ class LocalStorage:
         return f"{self.staging / str(tag)}/"
 
     def check(self) -> list[str]:
+        """Problems with the two folders, each with its fix. They are never created here: a
+        mistyped path must not become a folder nobody uploads to."""
         problems = []
         for name, folder in (("staging", self.staging), ("public", self.public)):
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as err:
-                problems.append(f"storage.{name}: cannot create {folder} ({err.strerror}).")
+            if not folder.exists():
+                problems.append(
+                    f"storage.{name}: {folder} does not exist; create it (mkdir -p {folder}) "
+                    "or fix the path."
+                )
+                continue
+            if not folder.is_dir():
+                problems.append(f"storage.{name}: {folder} is not a folder; fix the path.")
                 continue
             if not os.access(folder, os.W_OK | os.X_OK):
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")

@@ -563,14 +563,23 @@ class SftpStorage:
     def _check(self, conn: _Connection) -> list[str]:
         problems = []
         for name, folder in (("staging", self.staging), ("public", self.public)):
+            # Never created here: a mistyped path must not become a folder nobody uploads to.
             try:
-                self._makedirs(conn, folder)
+                attr = self._lstat(conn, folder)
             except OSError as err:
                 if not conn.alive:
                     raise
                 problems.append(
-                    f"storage.{name}: cannot create {folder} on {self.where} ({_reason(err)})."
+                    f"storage.{name}: cannot read {folder} on {self.where} ({_reason(err)})."
                 )
+                continue
+            if attr is None:
+                problems.append(
+                    f"storage.{name}: {folder} does not exist on {self.where}; create it there "
+                    f"(mkdir -p {shlex.quote(folder)}) or fix the path."
+                )
+            elif not stat.S_ISDIR(attr.st_mode or 0):
+                problems.append(f"storage.{name}: {folder} on {self.where} is not a folder.")
         if not self._exec_allowed(conn):
             problems.append(
                 f"storage: {self.where} does not let {self.user} run commands (exec), so "
@@ -826,14 +835,21 @@ class SftpStorage:
         """Connect, retrying briefly on network errors (not on refused keys), within about
         one ``connect_timeout`` in all: the caller (the scheduler) has its own backoff."""
         deadline = time.monotonic() + self.connect_timeout
-        for delay in (*_RECONNECT_DELAYS, None):
+        for attempt, delay in enumerate((*_RECONNECT_DELAYS, None), start=1):
             try:
                 return self._open()
             except SshRefused:
                 raise
-            except StagingUnreachable:
+            except StagingUnreachable as err:
                 if delay is None or time.monotonic() + delay > deadline:
                     raise
+                log.warning(
+                    "storage: connecting to %s failed (attempt %d: %s); retrying in %.1f s",
+                    self.where,
+                    attempt,
+                    err,
+                    delay,
+                )
                 time.sleep(delay)
         raise AssertionError("unreachable")
 

@@ -30,7 +30,7 @@ from tests.discord.conftest import (
     TOKEN_ENV,
     DiscordWorld,
 )
-from tests.discord.mock_discord import APP_ID, EPHEMERAL, WAIT, MockDiscord
+from tests.discord.mock_discord import APP_ID, EPHEMERAL, WAIT, MockDiscord, Sent
 
 TAG = "3.14.1"
 CHANNEL_MESSAGES = f"/channels/{CHANNEL}/messages"
@@ -56,6 +56,16 @@ def publish_button(plan: dict[str, Any]) -> dict[str, Any]:
 
 def summary_posts(mock: MockDiscord) -> list[dict[str, Any]]:
     return [c.body for c in mock.calls_to("POST", CHANNEL_MESSAGES) if c.body.get("embeds")]
+
+
+async def click_publish(mock: MockDiscord, plan: dict[str, Any], user: str) -> Sent:
+    """Publish on the plan, then "Yes, publish" on the question it asks: the click that
+    publishes (or that the gate refuses)."""
+    ask = await mock.click(publish_button(plan)["custom_id"], user=user, message=plan)
+    question = await mock.reply(ask)
+    [row] = question["components"]
+    yes = row["components"][0]
+    return await mock.click(yes["custom_id"], user=user, message=question)
 
 
 def plain_posts(mock: MockDiscord) -> list[str]:
@@ -103,7 +113,7 @@ async def test_full_release_through_slash_commands_and_the_publish_button(
     assert button["custom_id"] == f"relbot:publish:{TAG}:CODE0001"
     assert dworld.public_files() == set()
 
-    click = await mock_discord.click(button["custom_id"], user=HUGO, message=plan)
+    click = await click_publish(mock_discord, plan, HUGO)
     done = await mock_discord.reply(click)
     assert private(done)
     assert done["content"].startswith(f"Published {TAG}:")
@@ -200,20 +210,20 @@ async def test_a_role_holder_cannot_publish_and_another_rm_cannot_click_the_butt
     assert refused["components"] == []
 
     plan = await say(mock_discord, "publish", HUGO, tag=TAG)
-    button = publish_button(plan)
+    assert publish_button(plan)["label"] == f"Publish {TAG}"
     reasons = {
         ALICE: "That confirmation code was issued to hugo",  # another RM of 3.14
         STEVE: "Only a release manager of 3.14",
         STRANGER: "You are not on the release team",
     }
     for intruder, reason in reasons.items():
-        click = await mock_discord.click(button["custom_id"], user=intruder, message=plan)
+        click = await click_publish(mock_discord, plan, intruder)
         answer = await mock_discord.reply(click)
         assert private(answer)
         assert answer["content"].startswith(reason), answer["content"]
         assert mock_discord.originals_edited(click) == []  # the button stays for hugo
     assert dworld.public_files() == set()
-    click = await mock_discord.click(button["custom_id"], user=HUGO, message=plan)
+    click = await click_publish(mock_discord, plan, HUGO)
     assert (await mock_discord.reply(click))["content"].startswith(f"Published {TAG}:")
 
 
@@ -254,7 +264,7 @@ async def test_the_publish_button_still_works_after_a_restart(
 ) -> None:
     plan, second = await plan_then_restart(dworld, mock_discord)
     try:
-        click = await mock_discord.click(publish_button(plan)["custom_id"], user=HUGO, message=plan)
+        click = await click_publish(mock_discord, plan, HUGO)
         done = await mock_discord.reply(click)
         assert done["content"].startswith(f"Published {TAG}:")
         assert dworld.public_files()
@@ -269,7 +279,7 @@ async def test_the_publish_button_says_expired_after_the_confirm_timeout(
     plan, second = await plan_then_restart(dworld, mock_discord)
     try:
         dworld.clock.advance(dworld.config.model.confirm_timeout + 1)
-        click = await mock_discord.click(publish_button(plan)["custom_id"], user=HUGO, message=plan)
+        click = await click_publish(mock_discord, plan, HUGO)
         answer = await mock_discord.reply(click)
         assert private(answer)
         assert "expired" in answer["content"]

@@ -253,6 +253,7 @@ async def workspace(tmp_path: Path, mock_slack: MockSlack) -> AsyncIterator[Work
         port=0,
         host="127.0.0.1",
         api_url=mock_slack.api_url,
+        people={"hugo": HUGO, "alice": ALICE, "steve": STEVE, "ned": NED, "eve": EVE},
     )
     world = SlackWorld(tmp_path, platform.chat)
     await platform.start(world.gate)

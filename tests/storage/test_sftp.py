@@ -360,14 +360,20 @@ def test_without_exec_hashing_downloads_and_files_move_one_by_one(
 # -- check and permissions -----------------------------------------------------------------
 
 
-def test_check_names_a_folder_it_cannot_create(
+def test_check_names_a_missing_folder_and_does_not_create_it(
     sshd: SshServer, folders: tuple[Path, Path], tmp_path: Path
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     storage = sftp_storage(sshd, blocker / "staging", folders[1])
     problems = storage.check()
-    assert len(problems) == 1 and problems[0].startswith("storage.staging: cannot create")
+    assert len(problems) == 1 and problems[0].startswith("storage.staging: ")
+    assert "does not exist" in problems[0] and "mkdir -p" in problems[0]
+
+    typo = tmp_path / "stagin"
+    problems = sftp_storage(sshd, typo, folders[1]).check()
+    assert len(problems) == 1 and "does not exist" in problems[0]
+    assert not typo.exists(), "a mistyped path must not become a folder"
 
 
 def test_check_refuses_staging_and_public_on_different_filesystems(
@@ -386,6 +392,8 @@ def test_check_refuses_staging_and_public_on_different_filesystems(
     )
     assert other is not None, "this test needs a writable tmpfs such as /dev/shm"
     public = other / f"relbot-test-{os.getpid()}"
+    public.mkdir()
+    (tmp_path / "staging").mkdir()
     try:
         problems = sftp_storage(sshd, tmp_path / "staging", public).check()
     finally:
