@@ -22,7 +22,8 @@ from bot.errors import RelbotError
 from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
-from bot.state import OwnerLock, StateStore
+from bot.state import OwnerLock, StateStore, state_problems
+from bot.storage.lock import Holder, StorageLease
 
 if TYPE_CHECKING:
     from adapters.platform import Platform
@@ -87,25 +88,32 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             raise RelbotError(f"--platform: unknown platform {name!r} (console, slack, discord).")
         if name != "console" and name not in config.platforms():
             raise RelbotError(f"--platform {name}: the config has no [{name}] table.")
+    if "console" in platforms and platforms != ["console"]:
+        raise RelbotError("--platform console runs alone; chat platforms run together.")
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
-        if platforms == ["console"]:
-            return asyncio.run(_run_console(config, args.speaker))
-        if "console" in platforms:
-            raise RelbotError("--platform console runs alone; chat platforms run together.")
-        return asyncio.run(_run_platforms(config, platforms))
+        # Two bots with different state files on one download server would both publish.
+        holder = Holder.this_process(config.state_path, config.model.poll_interval)
+        lease = build_storage(config).lock(holder)
+        try:
+            if platforms == ["console"]:
+                return asyncio.run(_run_console(config, args.speaker, lease))
+            return asyncio.run(_run_platforms(config, platforms, lease))
+        finally:
+            lease.release()
     finally:
         lock.release()
 
 
-async def _run_platforms(config: Config, names: list[str]) -> int:
+async def _run_platforms(config: Config, names: list[str], lease: StorageLease) -> int:
     """Serve the chat platforms on one gate until SIGTERM or SIGINT."""
     from adapters.platform import FanoutChat
     from bot.scheduler import Poller
 
     platforms: list[Platform] = [_make_platform(config, name) for name in names]
     gate = build_gate(config, FanoutChat([(p.name, p.chat) for p in platforms]))
+    gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -159,7 +167,7 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
         await server.stop()
 
 
-async def _run_console(config: Config, speaker: str | None) -> int:
+async def _run_console(config: Config, speaker: str | None, lease: StorageLease) -> int:
     from adapters.console import Console, ConsoleChat
     from bot.scheduler import Poller
 
@@ -171,6 +179,7 @@ async def _run_console(config: Config, speaker: str | None) -> int:
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
     _first_start(config)
     gate = build_gate(config, ConsoleChat(sys.stdout))
+    gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
     async with _health(config, gate):
@@ -268,6 +277,7 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     problems: list[str] = []
     checks: list[Callable[[], list[str]]] = [
         lambda: build_storage(config).check(),
+        functools.partial(state_problems, config.state_path),
         functools.partial(_verifier_problems, config),
         functools.partial(_registry_problems, config),
         *(functools.partial(_platform_problems, config, name) for name in config.platforms()),

@@ -10,6 +10,7 @@ from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.readiness import Readiness, RoleReadiness
 from bot.domain.signing import SignatureStatus
+from bot.domain.text import shown
 
 HELP_LINES = {
     "ready": "say your ROLE's files for TAG are staged and final (checked now)",
@@ -80,8 +81,10 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         word, detail = role_line(role, tag)
         lines.append(f"  {role.role:<8} {word:<10} {detail}")
     lines += [f"  staging: {f.describe()}" for f in readiness.stray]
+    lines += [f"  note: {hard_link_note(path)}" for path in readiness.hard_linked]
     lines += [
-        f"  on hold by {h.person}" + (f": {h.reason}" if h.reason else "") for h in readiness.holds
+        f"  on hold by {h.person}" + (f": {shown(h.reason)}" if h.reason else "")
+        for h in readiness.holds
     ]
     if readiness.signatures:
         valid = len(readiness.signatures) - len(readiness.unsigned)
@@ -116,7 +119,16 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
 def audit_line(event: Event) -> str:
     """One line of ``relbot audit``: when, who, what."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(event.at))
-    return f"{stamp}  {event.actor:<10} {event.kind.value:<13} {_event_detail(event)}".rstrip()
+    line = f"{stamp}  {event.actor:<10} {event.kind.value:<13} {_event_detail(event)}".rstrip()
+    return shown(line)  # what people typed is recorded as typed, shown escaped
+
+
+def hard_link_note(path: str) -> str:
+    """The summary's note on a staged file that has another name (a hard link)."""
+    return (
+        f"{shown(path)} has another name (a hard link), possibly outside staging; a change "
+        "made through that name changes the staged file"
+    )
 
 
 def _event_detail(event: Event) -> str:

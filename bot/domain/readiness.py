@@ -11,6 +11,7 @@ from bot.domain.files import Listing, StagedFile
 from bot.domain.profile import FileKind, Profile
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import shown
 
 
 class FileStatus(StrEnum):
@@ -29,10 +30,11 @@ class FileReadiness:
     role: str | None = None
     required: bool = False
     size: int | None = None
+    note: str = ""  # storage's reason when the entry could not be taken as a file
 
     def describe(self) -> str:
-        """``python-3.14.1.exe (missing)``."""
-        return f"{self.path} ({self.status.value})"
+        """``python-3.14.1.exe (missing)``; names are escaped (no newline or escape code)."""
+        return f"{shown(self.path) or 'the release folder'} ({self.note or self.status.value})"
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class Readiness:
     holds: tuple[Hold, ...] = ()
     signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
     signatures_required: bool = False
+    hard_linked: tuple[str, ...] = ()  # staged files with another name somewhere (a note)
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -132,20 +135,26 @@ def compute_readiness(
         entry = listing.get(path)
         status = FileStatus.MISSING if entry is None else _status(entry, previous)
         per_role[role].append(
-            FileReadiness(path, status, role, True, entry.size if entry else None)
+            FileReadiness(path, status, role, True, entry.size if entry else None, _note(entry))
         )
     stray = []
     for path, entry in sorted(listing.items()):
-        if path in required:
+        if path in required or entry.is_empty_folder:
             continue
         kind = profile.classify(tag, path)
         status = _status(entry, previous)
-        if entry.has_partial_name or kind.kind is FileKind.UNEXPECTED or kind.role is None:
+        if (
+            entry.problem
+            or entry.has_partial_name
+            or kind.kind is FileKind.UNEXPECTED
+            or kind.role is None
+        ):
             stray.append(
                 FileReadiness(
                     path,
                     status if status is not FileStatus.PRESENT else FileStatus.UNEXPECTED,
                     size=entry.size,
+                    note=entry.problem,
                 )
             )
         else:
@@ -154,7 +163,12 @@ def compute_readiness(
         RoleReadiness(role, tuple(files), claims.get(role), withdrawals.get(role))
         for role, files in per_role.items()
     )
-    return Readiness(tag, roles, tuple(stray), holds)
+    linked = tuple(path for path, entry in sorted(listing.items()) if entry.links > 1)
+    return Readiness(tag, roles, tuple(stray), holds, hard_linked=linked)
+
+
+def _note(entry: StagedFile | None) -> str:
+    return entry.problem if entry is not None else ""
 
 
 def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:
