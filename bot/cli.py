@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(config: Config, args: argparse.Namespace) -> int:
+    if not config.people:
+        raise RelbotError(_NOBODY)
     platforms = args.platform or config.platforms() or ["console"]
     for name in platforms:
         if name not in ("console", "slack", "discord"):
@@ -172,8 +174,6 @@ async def _run_console(config: Config, speaker: str | None, lease: StorageLease)
     from bot.scheduler import Poller
 
     people = list(config.people)
-    if not people:
-        raise RelbotError("people: the config names nobody; add a [people.NAME] table.")
     speaker = speaker or people[0]
     if speaker not in people:
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
@@ -282,6 +282,8 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         functools.partial(_registry_problems, config),
         *(functools.partial(_platform_problems, config, name) for name in config.platforms()),
     ]
+    if not config.people:  # what `relbot run` refuses, `relbot check` reports
+        problems.append(_NOBODY)
     for check in checks:
         try:
             problems += check()
@@ -292,6 +294,9 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         return 1
     print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
+
+
+_NOBODY = "people: the config names nobody; add a [people.NAME] table."
 
 
 def _verifier_problems(config: Config) -> list[str]:

@@ -18,7 +18,8 @@ HELP_LINES = {
     "status": "what is ready, missing or blocking, for TAG or every open release",
     "hold": "block publishing until /unhold TAG",
     "unhold": "lift a hold (the holder or the release manager)",
-    "publish": "release manager: see the plan, then confirm with the code it gives",
+    "publish": "release manager: see the plan, then confirm with the code it gives "
+    "(upper or lower case)",
     "respin": "release manager: withdraw every claim and pending confirmation of TAG",
     "help": "this list",
 }

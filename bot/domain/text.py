@@ -23,6 +23,12 @@ def is_safe(text: str) -> bool:
     return _UNSAFE.search(text) is None
 
 
+def not_utf8(err: UnicodeDecodeError) -> str:
+    """The sentence for a file that is not UTF-8 (a config or profile saved as Latin-1)."""
+    byte = err.object[err.start : err.start + 1].hex()
+    return f"not UTF-8 (byte 0x{byte} at offset {err.start}); save the file as UTF-8."
+
+
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn, TypeVar
 
 import paramiko
@@ -44,6 +44,7 @@ from bot.storage.listing import (
     unreadable_release_folder,
 )
 from bot.storage.lock import Holder, SftpLease
+from bot.storage.overlap import folders_overlap, overlap_message
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 log = logging.getLogger(__name__)
@@ -543,6 +544,10 @@ class SftpStorage:
                 problems.append(
                     f"storage.{name}: cannot create {folder} on {self.where} ({_reason(err)})."
                 )
+        if not problems:  # where the server says the folders really are (symlinks resolved)
+            real = [conn.sftp.normalize(folder) for folder in (self.staging, self.public)]
+            if folders_overlap(PurePosixPath(real[0]), PurePosixPath(real[1])):
+                return [f"storage on {self.where}: {overlap_message(real[0], real[1])}"]
         if not self._exec_allowed(conn):
             problems.append(
                 f"storage: {self.where} does not let {self.user} run commands (exec), so "
