@@ -48,6 +48,8 @@ class StateStore:
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self._clock = clock
+        if path.exists() and not path.is_file():  # a FIFO would hang the first read
+            raise state_file_error(path, IsADirectoryError() if path.is_dir() else OSError())
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -138,6 +140,8 @@ def state_file_error(path: Path, err: BaseException) -> StateFileError:
     text = str(err).lower()
     if path.is_dir():
         why = "it is a folder; point state at a file (it is created if missing)"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file; point state at a file (it is created if missing)"
     elif "not a database" in text:
         why = "it is not an SQLite file; point state at another file, or move it away"
     elif "readonly" in text or "read-only" in text or getattr(err, "errno", 0) == errno.EROFS:

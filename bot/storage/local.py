@@ -35,8 +35,11 @@ class LocalStorage:
 
     def staged_tags(self) -> list[str]:
         try:
+            # A symlinked release folder is listed too: scans show why it is refused.
             return sorted(
-                e.name for e in os.scandir(self.staging) if e.is_dir(follow_symlinks=False)
+                e.name
+                for e in os.scandir(self.staging)
+                if e.is_dir(follow_symlinks=False) or e.is_symlink()
             )
         except FileNotFoundError:
             return []

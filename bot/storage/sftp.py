@@ -201,7 +201,12 @@ class SftpStorage:
                 raise StagingUnreachable(
                     f"Cannot read staging {self.staging} on {self.where}: {_reason(err)}."
                 ) from err
-            return sorted(e.filename for e in entries if stat.S_ISDIR(e.st_mode or 0))
+            # A symlinked release folder is listed too: scans show why it is refused.
+            return sorted(
+                e.filename
+                for e in entries
+                if stat.S_ISDIR(e.st_mode or 0) or stat.S_ISLNK(e.st_mode or 0)
+            )
 
         return self._call(f"list {self.staging}", op)
 
