@@ -18,6 +18,7 @@ import pytest
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelKind
+from bot.render import audit_line
 from bot.storage.local import LocalStorage
 from tests.conftest import World
 
@@ -149,8 +150,6 @@ async def test_a_hold_reason_with_ansi_escapes_reaches_neither_channel_nor_audit
     assert not reply.private, reply.text
     assert "\x1b" not in channel_text(world) and "\x07" not in channel_text(world)
     assert "\\x1b[31mred" in channel_text(world)
-    from bot.render import audit_line
-
     lines = [audit_line(e) for e in world.store.events(ReleaseTag.parse(TAG))]
     assert lines and not any("\x1b" in line for line in lines)
 
@@ -196,7 +195,7 @@ def as_nobody(work: Callable[[], object]) -> object:
             os.setgid(NOBODY)
             os.setuid(NOBODY)
             payload = json.dumps({"result": work()})
-        except BaseException as err:  # reported to the parent, which fails the test
+        except BaseException as err:  # noqa: BLE001 - the child must never return into pytest
             payload, status = json.dumps({"error": f"{type(err).__name__}: {err}"}), 1
         with os.fdopen(write, "w") as out:
             out.write(payload)

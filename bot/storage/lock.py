@@ -239,6 +239,10 @@ class SftpLease:
         try:
             with sftp.open(self.path, "wx") as f:
                 f.write(self.holder.to_bytes())
+        except FileNotFoundError as err:
+            raise StorageError(
+                f"storage.staging: {self.where} does not exist; create it (relbot check does)."
+            ) from err
         except OSError:
             return False  # it exists (SFTP v3 says only "failure")
         return True
