@@ -31,7 +31,7 @@ class _Section(BaseModel):
     def _no_control_characters(cls, value: Any) -> Any:
         # A NUL in a path is a traceback in the middle of a command; a newline or an
         # escape in a name would reach the channel and the logs. Refused where written.
-        texts = value if isinstance(value, list | tuple) else [value]
+        texts = list(value) if isinstance(value, list | tuple | dict) else [value]
         for text in texts:
             if isinstance(text, str) and not is_safe(text):
                 raise ValueError(f"{shown(text)!r} contains a control character; remove it")

@@ -411,6 +411,11 @@ class Gate:
                 except Refusal as err:  # nothing staged: for a status, an answer, not an error
                     texts.append(f"{one}: {err}")
                     continue
+                except StagingUnreachable:
+                    raise
+                except StorageError as err:  # one release's trouble: answer for the others
+                    texts.append(f"{one}: {err}")
+                    continue
                 texts.append(summary_text(readiness, state))
         return Reply("\n".join(texts))
 
@@ -702,6 +707,8 @@ class Gate:
             return ""
         try:
             await asyncio.to_thread(self.lease.renew)
+        except StorageError as err:  # unreachable: the scan's own notice says so
+            return str(err)
         except StorageLocked as err:
             if self._lease_trouble != str(err):
                 self._lease_trouble = str(err)

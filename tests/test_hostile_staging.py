@@ -270,3 +270,17 @@ def test_one_unreadable_folder_does_not_stop_the_scans_of_other_releases(
     problem = "amd64/ (a folder that cannot be read: Permission denied)"
     assert problem in seen["channel"]
     assert problem in seen["status"] and "3.14.2:" in seen["status"]
+
+
+async def test_a_symlinked_folder_inside_a_release_is_never_followed(
+    world: World, tmp_path: Path
+) -> None:
+    world.stage(TAG)
+    os.rename(world.staging / TAG / "docs", tmp_path / "docs-elsewhere")
+    (world.staging / TAG / "docs").symlink_to(tmp_path / "docs-elsewhere")
+
+    reply = await world.say("hugo", f"/ready docs {TAG}")
+
+    assert reply.private and "docs/python-3.14.1-docs.epub (missing)" in reply.text
+    publish = await world.say("hugo", f"/publish {TAG}")
+    assert publish.private and "docs (not a regular file)" in publish.text

@@ -306,3 +306,10 @@ async def test_a_confirmation_code_typed_in_lower_case_publishes(world: World) -
 
     assert not reply.private, reply.text
     assert "Published 3.14.1" in reply.text
+
+
+def test_a_person_name_with_a_control_character_is_a_config_error(tmp_path: Path) -> None:
+    write(tmp_path, '[people."hugo\\nrelbot"]\nrm = ["3.14"]\n')
+
+    with pytest.raises(ConfigError, match=r"people: .*control character"):
+        load_config(tmp_path / "relbot.toml")
