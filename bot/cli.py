@@ -18,12 +18,12 @@ from bot.app import build_gate, build_registry, build_storage, build_verifier
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
-from bot.errors import RelbotError
+from bot.errors import RelbotError, StagingUnreachable
 from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
 from bot.state import OwnerLock, StateStore, state_problems
-from bot.storage.lock import Holder, StorageLease
+from bot.storage.lock import Holder, LateLease, StorageLease
 
 if TYPE_CHECKING:
     from adapters.platform import Platform
@@ -97,7 +97,7 @@ def _run(config: Config, args: argparse.Namespace) -> int:
     try:
         # Two bots with different state files on one download server would both publish.
         holder = Holder.this_process(config.state_path, config.model.poll_interval)
-        lease = build_storage(config).lock(holder)
+        lease = _storage_lease(config, holder)
         try:
             if platforms == ["console"]:
                 return asyncio.run(_run_console(config, args.speaker, lease))
@@ -106,6 +106,17 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             lease.release()
     finally:
         lock.release()
+
+
+def _storage_lease(config: Config, holder: Holder) -> StorageLease:
+    """The storage lock: refused at once when another bot holds it; taken later when the
+    storage cannot be reached now (the bot then starts, and publishes nothing until then)."""
+    storage = build_storage(config)
+    try:
+        return storage.lock(holder)
+    except StagingUnreachable as err:
+        log.warning("storage lock not taken yet, the storage is unreachable: %s", err)
+        return LateLease(functools.partial(storage.lock, holder))
 
 
 async def _run_platforms(config: Config, names: list[str], lease: StorageLease) -> int:

@@ -107,6 +107,26 @@ class StorageLease(Protocol):
     def release(self) -> None: ...
 
 
+class LateLease:
+    """The lock of a storage that was unreachable when the bot started: the bot serves on
+    (staging outages are reported and retried) and takes the lock at the first renewal
+    that reaches the storage; until then the gate publishes nothing."""
+
+    def __init__(self, take: Callable[[], StorageLease]) -> None:
+        self._take = take
+        self._lease: StorageLease | None = None
+
+    def renew(self) -> None:
+        if self._lease is None:
+            self._lease = self._take()
+        else:
+            self._lease.renew()
+
+    def release(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+
+
 def locked_message(where: str, holder: Holder | None) -> str:
     who = holder.describe() if holder is not None else "a relbot that left no name"
     return (

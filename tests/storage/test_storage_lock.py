@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StorageLocked
+from bot.errors import StagingUnreachable, StorageLocked
 from bot.messages import ChannelKind
 from bot.storage.local import LocalStorage
-from bot.storage.lock import LOCK_NAME, Holder
+from bot.storage.lock import LOCK_NAME, Holder, LateLease, StorageLease
 from tests.conftest import World
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, sftp_storage
@@ -171,3 +171,27 @@ def test_a_second_relbot_run_on_the_same_storage_exits_at_once_naming_the_holder
         first.stdin.close()
         assert first.wait(timeout=TIMEOUT) == 0
     assert os.path.exists(lock)  # the file stays; the flock went with the process
+
+
+async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_holds_the_lock(
+    world: World,
+) -> None:
+    attempts: list[int] = []
+
+    def take() -> StorageLease:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise StagingUnreachable("Cannot reach dl.example.org (connection refused).")
+        return world.storage.lock(holder("/srv/a/state.db"))
+
+    world.gate.lease = LateLease(take)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+
+    refused = await world.say("hugo", line)
+    published = await world.say("hugo", line)
+
+    assert refused.private and "Nothing was published" in refused.text
+    assert not published.private and "Published 3.14.1" in published.text, published.text
+    assert len(attempts) == 2
