@@ -747,7 +747,9 @@ class SftpStorage:
                 found += inner or [(path + "/", empty_folder(path + "/"))]
                 continue
             size, mtime = entry.st_size or 0, float(entry.st_mtime or 0)
-            found.append((path, StagedFile(path, size, mtime, stat.S_ISREG(mode))))
+            regular = stat.S_ISREG(mode)
+            links = _links(getattr(entry, "longname", "")) if regular else 1
+            found.append((path, StagedFile(path, size, mtime, regular, links=links)))
         return found
 
     def _folders(self, conn: _Connection, folder: str) -> list[str]:
@@ -936,6 +938,13 @@ class SftpStorage:
             f"storage.key_file: {self.key_file} is not an Ed25519, RSA or ECDSA private key "
             "this passphrase opens; check the file and the passphrase."
         ) from last
+
+
+def _links(longname: str) -> int:
+    """The hard-link count from a listing's ``ls -l`` style line (SFTP v3 attributes have
+    none; OpenSSH's long name has it second). 1 when the server's line does not say."""
+    fields = longname.split(maxsplit=2)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
 
 
 def _inside(root: str, relative: str) -> str:

@@ -78,3 +78,15 @@ def test_check_finds_staging_and_public_one_folder_on_the_server(
 
     assert len(problems) == 1
     assert "storage.staging and storage.public overlap" in problems[0]
+
+
+def test_a_staged_file_with_another_hard_link_says_so(backend: Backend, tmp_path: Path) -> None:
+    staged = backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    backend.write(TAG, "Python-3.14.0rc2.tar.xz", "ok")
+    os.link(staged, tmp_path / "kept-elsewhere.tgz")
+
+    listing = backend.make().list_staging(RC2)
+
+    assert listing is not None
+    assert listing["Python-3.14.0rc2.tgz"].links == 2
+    assert listing["Python-3.14.0rc2.tar.xz"].links == 1
