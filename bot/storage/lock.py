@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from bot.errors import StorageError, StorageLocked
-from bot.render import when
 
 LOCK_NAME = ".relbot.lock"
 STALE_POLLS = 10  # heartbeats a holder may miss before its lock is taken
@@ -72,7 +71,7 @@ class Holder:
         """``relbot pid 4242 on host dl1 (state file /srv/relbot/state.db) since …``."""
         return (
             f"relbot pid {self.pid} on host {self.host} (state file {self.state}) "
-            f"since {when(self.since)}"
+            f"since {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(self.since))}"
         )
 
     def to_bytes(self) -> bytes:
@@ -164,9 +163,11 @@ class LocalLease:
         self._fd = fd
 
     def renew(self) -> None:
-        """Still ours unless the lock file was removed or replaced: then take it again."""
+        """Still ours unless the lock file was removed or replaced (then take it again), or
+        lost to another bot at an earlier renewal (then try again: it may have stopped)."""
         if self._fd is None:
-            raise StorageLocked("This relbot no longer holds the storage lock.")
+            self.acquire()
+            return
         try:
             same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
         except FileNotFoundError:

@@ -195,3 +195,20 @@ async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_h
     assert refused.private and "Nothing was published" in refused.text
     assert not published.private and "Published 3.14.1" in published.text, published.text
     assert len(attempts) == 2
+
+
+def test_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(backend: Backend) -> None:
+    first = backend.make().lock(holder("/srv/a/state.db"))
+    (backend.staging / LOCK_NAME).unlink()
+    second = backend.make().lock(holder("/srv/b/state.db", pid=777))
+    with pytest.raises(StorageLocked):
+        first.renew()
+
+    second.release()
+    if backend.name == "local":  # flock: the file stays, the lock goes with the holder
+        assert (backend.staging / LOCK_NAME).exists()
+    first.renew()  # free again: taken back
+
+    with pytest.raises(StorageLocked, match="pid 4242"):
+        backend.make().lock(holder("/srv/c/state.db", pid=888))
+    first.release()
