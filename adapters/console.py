@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
 from bot.domain.commands import CODE_RE
@@ -115,9 +115,16 @@ def _lines(stdin: TextIO) -> asyncio.Queue[str | None]:
     queue: asyncio.Queue[str | None] = asyncio.Queue()
 
     def pump() -> None:
-        for line in stdin:
-            loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\r\n"))
-        loop.call_soon_threadsafe(queue.put_nowait, None)
+        # Bytes, decoded line by line with replacement: one undecodable byte (a Latin-1
+        # paste under a strict UTF-8 locale) must be answered, not end the reader.
+        encoding = getattr(stdin, "encoding", None) or "utf-8"
+        source: Iterable[str | bytes] = getattr(stdin, "buffer", stdin)
+        try:
+            for line in source:
+                text = line.decode(encoding, "replace") if isinstance(line, bytes) else line
+                loop.call_soon_threadsafe(queue.put_nowait, text.rstrip("\r\n"))
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, None)
 
     threading.Thread(target=pump, name="console-stdin", daemon=True).start()
     return queue

@@ -20,11 +20,12 @@ from bot.app import build_gate, build_registry, build_storage
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
-from bot.errors import RelbotError
+from bot.errors import RelbotError, StagingUnreachable
 from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
-from bot.state import OwnerLock, StateStore
+from bot.state import OwnerLock, StateStore, state_problems
+from bot.storage.lock import Holder, LateLease, StorageLease
 
 if TYPE_CHECKING:
     from adapters.platform import Platform
@@ -112,12 +113,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(config: Config, args: argparse.Namespace) -> int:
+    if not config.people:
+        raise RelbotError(_NOBODY)
     platforms = args.platform or config.platforms() or ["console"]
     for name in platforms:
         if name not in ("console", "slack", "discord"):
             raise RelbotError(f"--platform: unknown platform {name!r} (console, slack, discord).")
         if name != "console" and name not in config.platforms():
             raise RelbotError(f"--platform {name}: the config has no [{name}] table.")
+    if "console" in platforms and platforms != ["console"]:
+        raise RelbotError("--platform console runs alone; chat platforms run together.")
     from adapters.console import FIXED_CODE_ENV
 
     if platforms != ["console"] and os.environ.get(FIXED_CODE_ENV):
@@ -128,16 +133,31 @@ def _run(config: Config, args: argparse.Namespace) -> int:
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
-        if platforms == ["console"]:
-            return asyncio.run(_run_console(config, args.speaker))
-        if "console" in platforms:
-            raise RelbotError("--platform console runs alone; chat platforms run together.")
-        return asyncio.run(_run_platforms(config, platforms))
+        # Two bots with different state files on one download server would both publish.
+        holder = Holder.this_process(config.state_path, config.model.poll_interval)
+        lease = _storage_lease(config, holder)
+        try:
+            if platforms == ["console"]:
+                return asyncio.run(_run_console(config, args.speaker, lease))
+            return asyncio.run(_run_platforms(config, platforms, lease))
+        finally:
+            lease.release()
     finally:
         lock.release()
 
 
-async def _run_platforms(config: Config, names: list[str]) -> int:
+def _storage_lease(config: Config, holder: Holder) -> StorageLease:
+    """The storage lock: refused at once when another bot holds it; taken later when the
+    storage cannot be reached now (the bot then starts, and publishes nothing until then)."""
+    storage = build_storage(config)
+    try:
+        return storage.lock(holder)
+    except StagingUnreachable as err:
+        log.warning("storage lock not taken yet, the storage is unreachable: %s", err)
+        return LateLease(functools.partial(storage.lock, holder))
+
+
+async def _run_platforms(config: Config, names: list[str], lease: StorageLease) -> int:
     """Serve the chat platforms on one gate until SIGTERM or SIGINT."""
     from adapters.platform import FanoutChat
     from bot.scheduler import Poller
@@ -146,6 +166,7 @@ async def _run_platforms(config: Config, names: list[str]) -> int:
     if (problem := _refresh_release_cycle(config)) is not None:
         print(f"relbot: {problem} Using {config.release_cycle.origin}.", file=sys.stderr)
     gate = build_gate(config, FanoutChat([(p.name, p.chat) for p in platforms]))
+    gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -203,20 +224,19 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
         await server.stop()
 
 
-async def _run_console(config: Config, speaker: str | None) -> int:
+async def _run_console(config: Config, speaker: str | None, lease: StorageLease) -> int:
     from adapters.console import Console, ConsoleChat, fixed_code
     from bot.gate import new_code
     from bot.scheduler import Poller
 
     people = list(config.people)
-    if not people:
-        raise RelbotError("people: the config names nobody; add a [people.NAME] table.")
     speaker = speaker or people[0]
     if speaker not in people:
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
     codes = fixed_code(os.environ) or new_code
     _first_start(config)
     gate = build_gate(config, ConsoleChat(sys.stdout), code_factory=codes)
+    gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
     async with _health(config, gate):
@@ -321,12 +341,15 @@ def _sign(config: Config, args: argparse.Namespace) -> int:
 def _check(config: Config, args: argparse.Namespace) -> int:
     """Every problem at once, each with its fix: one failing service does not hide the next.
     The config first, offline; then (without ``--offline``) every service it names whose
-    offline checks passed. Local storage is on this machine: checked in both modes."""
+    offline checks passed. Local storage and the state file are on this machine: checked in
+    both modes."""
     from bot.preflight import offline_problems
 
     found = offline_problems(config)
     problems = list(found.problems)
-    checks: list[Callable[[], list[str]]] = []
+    if not config.people:  # what `relbot run` refuses, `relbot check` reports
+        problems.append(_NOBODY)
+    checks: list[Callable[[], list[str]]] = [functools.partial(state_problems, config.state_path)]
     local = config.model.storage.kind == "local"
     if "storage" not in found.blocked and (local or not args.offline):
         checks.append(lambda: build_storage(config).check())
@@ -355,6 +378,9 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     else:
         print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
+
+
+_NOBODY = "people: the config names nobody; add a [people.NAME] table."
 
 
 def _refresh_release_cycle(config: Config) -> str | None:

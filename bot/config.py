@@ -4,17 +4,20 @@ that name the key. Secrets are never in the file, only the names of environment 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from bot.domain.profile import Profile, load_profile
+from bot.domain.text import is_safe, not_utf8, shown
 from bot.errors import ConfigError
 from bot.release_cycle import CACHE_NAME, DEFAULT_URL, CycleCopy, local_copy
+from bot.storage.overlap import folders_overlap, overlap_message
 
 DEFAULT_CONFIG_NAME = "relbot.toml"
 _BRANCH_RE = re.compile(r"\d+\.\d+")
@@ -23,6 +26,17 @@ _BRANCH_RE = re.compile(r"\d+\.\d+")
 class _Section(BaseModel):
     # strict: a TOML string or float is not silently turned into the int or bool a key needs
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @field_validator("*")
+    @classmethod
+    def _no_control_characters(cls, value: Any) -> Any:
+        # A NUL in a path is a traceback in the middle of a command; a newline or an
+        # escape in a name would reach the channel and the logs. Refused where written.
+        texts = list(value) if isinstance(value, list | tuple | dict) else [value]
+        for text in texts:
+            if isinstance(text, str) and not is_safe(text):
+                raise ValueError(f"{shown(text)!r} contains a control character; remove it")
+        return value
 
 
 # TOML has arrays, not tuples: the one place a list must be taken as a pair.
@@ -178,6 +192,20 @@ class Config:
             for key in ("host", "user", "key_file", "known_hosts"):
                 if getattr(storage, key) is None:
                     raise ConfigError(f"{self.origin}: storage.{key} is required for sftp.")
+            # Paths on the server: compared as written (``relbot check`` resolves them there).
+            staging, public = (
+                posixpath.normpath(storage.staging),
+                posixpath.normpath(storage.public),
+            )
+            overlap = folders_overlap(PurePosixPath(staging), PurePosixPath(public))
+        else:  # real paths: a symlink must not hide that both are one folder
+            staging, public = (
+                os.path.realpath(self.path(storage.staging)),
+                os.path.realpath(self.path(storage.public)),
+            )
+            overlap = folders_overlap(Path(staging), Path(public))
+        if overlap:
+            raise ConfigError(f"{self.origin}: {overlap_message(staging, public)}")
 
 
 def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
@@ -194,6 +222,8 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the config ({err.strerror}).") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: {not_utf8(err)}") from err
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML ({err}).") from err
     return Config(parse_model(data, str(path)), path.resolve().parent, str(path))

@@ -29,5 +29,13 @@ class StateLocked(RelbotError):
     """Another process owns the state file."""
 
 
+class StateFileError(RelbotError):
+    """The state file cannot be used (a folder, not SQLite, read-only, not creatable)."""
+
+
+class StorageLocked(RelbotError):
+    """Another relbot holds the storage (its staging and public folders)."""
+
+
 class RegistryError(RelbotError):
     """The release database refused or could not be reached."""

@@ -32,7 +32,9 @@ from bot.errors import (
     PromotionConflict,
     RegistryError,
     RelbotError,
+    StagingUnreachable,
     StorageError,
+    StorageLocked,
 )
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
@@ -40,6 +42,8 @@ from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.release_locks import ReleaseLocks
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
 from bot.state import StateStore
+from bot.storage.listing import RELEASE_FOLDER
+from bot.storage.lock import StorageLease
 from bot.team import Team
 
 log = logging.getLogger(__name__)
@@ -142,6 +146,8 @@ class Gate:
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._health = _Health()
         self.metrics = Metrics()
+        self.lease: StorageLease | None = None  # the storage lock, held by `relbot run`
+        self._lease_trouble = ""
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -197,10 +203,17 @@ class Gate:
             return
         started = time.perf_counter()
         try:
+            await self._storage_trouble()  # the heartbeat of the storage lock
             tags = await self.open_tags()
             for tag in tags:
                 async with self._lock(tag):
-                    await self._scan_release(tag)
+                    try:
+                        await self._scan_release(tag)
+                    except StagingUnreachable:
+                        raise
+                    except StorageError as err:  # one release's trouble: scan the others
+                        self.metrics.scan_failures += 1
+                        log.warning("scan of %s failed: %s", tag, err)
         except StorageError as err:
             self.metrics.scan_failures += 1
             await self._staging_down(err)
@@ -316,6 +329,14 @@ class Gate:
 
     async def _hold(self, person: str, command: cmd.Hold, state: ReleaseState) -> Reply:
         tag = command.tag
+        if tag not in self.store.open_tags() and (
+            await asyncio.to_thread(self.storage.list_staging, tag) is None
+        ):
+            # A hold on a typo (3.14.11) would make a release that is listed for ever.
+            raise Refusal(
+                f"{tag} is not a release anyone has staged or acted on; check the tag "
+                "(/status lists the open releases)."
+            )
         if person in state.holds:
             raise Refusal(f"You already hold {tag}; /unhold {tag} lifts it.")
         self.store.append(tag, person, EventKind.HELD, reason=command.reason)
@@ -385,6 +406,8 @@ class Gate:
             raise Refusal(
                 f"Staging changed since the plan ({changed}); nothing was published, {again}."
             )
+        if trouble := await self._storage_trouble():
+            raise Refusal(f"{trouble} Nothing was published.")
         self.store.append(tag, person, EventKind.CONFIRMED, code_hash=code_hash, digest=plan.digest)
         await self._run_pipeline(self.store.release(tag))
         done = self.store.release(tag)
@@ -469,6 +492,11 @@ class Gate:
                 except Refusal as err:  # nothing staged: for a status, an answer, not an error
                     shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}"))
                     continue
+                except StagingUnreachable:
+                    raise
+                except StorageError as err:  # one release's trouble: answer for the others
+                    shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}"))
+                    continue
                 text = summary_text(readiness, state)
                 shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text, readiness))
         return Reply("\n".join(m.text for m in shown), summaries=tuple(shown))
@@ -515,6 +543,8 @@ class Gate:
         retried on every scan; the channel hears of each new reason once."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
+        if await self._storage_trouble():
+            return  # another bot holds the storage: told once; resumes once it is ours
         for step in PIPELINE:
             if step in state.steps_done:
                 continue
@@ -608,6 +638,9 @@ class Gate:
                 f"Nothing is staged for {tag} yet; upload the files to "
                 f"{self.storage.staging_location(tag)} first."
             )
+        if (folder := listing.get(RELEASE_FOLDER)) is not None:
+            where = self.storage.staging_location(tag)
+            raise Refusal(f"The staging folder of {tag} ({where}) {folder.problem}.")
         return listing
 
     def _readiness(
@@ -873,6 +906,24 @@ class Gate:
         if health.unreachable_since is not None:
             await self._notice(None, "Staging is reachable again.")
         health.unreachable_since, health.failures, health.skip_scans = None, 0, 0
+
+    async def _storage_trouble(self) -> str:
+        """Renew the storage lock (a heartbeat, and proof this bot still holds it); the
+        reason when another bot holds it now, told to the channel once."""
+        if self.lease is None:
+            return ""
+        try:
+            await asyncio.to_thread(self.lease.renew)
+        except StorageError as err:  # unreachable: the scan's own notice says so
+            return str(err)
+        except StorageLocked as err:
+            if self._lease_trouble != str(err):
+                self._lease_trouble = str(err)
+                log.warning("%s", err)
+                await self._notice(None, f"{err} This bot publishes nothing meanwhile.")
+            return str(err)
+        self._lease_trouble = ""
+        return ""
 
     # -- small things ------------------------------------------------------------------------
 

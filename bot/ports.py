@@ -11,6 +11,7 @@ from bot.domain.plan import PublishPlan
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelMessage
+from bot.storage.lock import Holder, StorageLease
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ class Storage(Protocol):
 
     def check(self) -> list[str]:
         """Problems that would stop the bot from working, each a sentence with the fix."""
+        ...
+
+    def lock(self, holder: Holder) -> StorageLease:
+        """Take the storage lock for ``holder`` (this process) until released; raises
+        :class:`bot.errors.StorageLocked` naming the other holder when one runs."""
         ...
 
 

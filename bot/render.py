@@ -11,6 +11,7 @@ from bot.domain.plan import PublishPlan
 from bot.domain.readiness import FileStatus, Readiness, RoleReadiness
 from bot.domain.release_cycle import SOURCE_ONLY
 from bot.domain.signing import SignatureStatus
+from bot.domain.text import shown
 
 HELP_LINES = {
     "ready": "say your ROLE's files for TAG are staged and final (checked now)",
@@ -18,7 +19,8 @@ HELP_LINES = {
     "status": "what is ready, missing or blocking, for TAG or every open release",
     "hold": "block publishing until /unhold TAG",
     "unhold": "lift a hold (the holder or the release manager)",
-    "publish": "release manager: see the plan, then confirm with the code it gives",
+    "publish": "release manager: see the plan, then confirm with the code it gives "
+    "(upper or lower case)",
     "respin": "release manager: withdraw every claim and pending confirmation of TAG",
     "waive": "release manager: for TAG only, a file that will not come, an extra file to "
     "publish, or a role that needs no /ready",
@@ -103,8 +105,10 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         word, detail = role_line(role, tag)
         lines.append(f"  {role.role:<8} {word:<10} {detail}")
     lines += [f"  staging: {f.describe()}" for f in readiness.stray]
+    lines += [f"  note: {hard_link_note(path)}" for path in readiness.hard_linked]
     lines += [
-        f"  on hold by {h.person}" + (f": {h.reason}" if h.reason else "") for h in readiness.holds
+        f"  on hold by {h.person}" + (f": {shown(h.reason)}" if h.reason else "")
+        for h in readiness.holds
     ]
     if readiness.signatures:
         valid = len(readiness.signatures) - len(readiness.unsigned)
@@ -157,7 +161,16 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
 def audit_line(event: Event) -> str:
     """One line of ``relbot audit``: when, who, what."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(event.at))
-    return f"{stamp}  {event.actor:<10} {event.kind.value:<13} {_event_detail(event)}".rstrip()
+    line = f"{stamp}  {event.actor:<10} {event.kind.value:<13} {_event_detail(event)}".rstrip()
+    return shown(line)  # what people typed is recorded as typed, shown escaped
+
+
+def hard_link_note(path: str) -> str:
+    """The summary's note on a staged file that has another name (a hard link)."""
+    return (
+        f"{shown(path)} has another name (a hard link), possibly outside staging; a change "
+        "made through that name changes the staged file"
+    )
 
 
 def _event_detail(event: Event) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -13,7 +14,7 @@ from typing import Any
 
 from bot.domain.history import Event, EventKind, ReleaseState, fold
 from bot.domain.tags import ReleaseTag
-from bot.errors import StateLocked, StorageError
+from bot.errors import StateFileError, StateLocked, StorageError
 
 # Migration N takes a file from schema N-1 to N; ``PRAGMA user_version`` records where a
 # file is. Never edit a released migration: add the next one.
@@ -52,11 +53,23 @@ class StateStore:
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self._clock = clock
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
-        self._migrate()
+        if path.exists() and not path.is_file():  # a FIFO would hang the first read
+            raise state_file_error(path, IsADirectoryError() if path.is_dir() else OSError())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as err:
+            raise state_file_error(path, err) from err
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
+            # Fail now, not at the first event: the bot must be able to write its journal.
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("ROLLBACK")
+            self._migrate()
+        except (OSError, sqlite3.Error) as err:
+            self._db.close()
+            raise state_file_error(path, err) from err
         self._folded: dict[str, tuple[int, ReleaseState]] = {}  # tag → (last event id, state)
         self._tags_read = 0  # open_tags has read every event up to this id
         self._acted: set[str] = set()
@@ -161,6 +174,35 @@ class StateStore:
         return sorted(ReleaseTag.parse(row[0]) for row in rows)
 
 
+def state_file_error(path: Path, err: BaseException) -> StateFileError:
+    """One sentence saying why ``path`` cannot be the state file, and what to do."""
+    text = str(err).lower()
+    if path.is_dir():
+        why = "it is a folder; point state at a file (it is created if missing)"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file; point state at a file (it is created if missing)"
+    elif "not a database" in text:
+        why = "it is not an SQLite file; point state at another file, or move it away"
+    elif "readonly" in text or "read-only" in text or getattr(err, "errno", 0) == errno.EROFS:
+        why = "it is read-only; give this user write access to it and its folder"
+    elif path.parent.exists() and not path.parent.is_dir():
+        why = f"{path.parent} is not a folder"
+    else:
+        reason = getattr(err, "strerror", None) or str(err)
+        why = f"{reason}; the folder must exist or be creatable, and be writable by this user"
+    return StateFileError(f"state: cannot use {path} as the state file: {why}.")
+
+
+def state_problems(path: Path) -> list[str]:
+    """For ``relbot check``: why ``path`` cannot be the state file (created when missing)."""
+    try:
+        StateStore(path).close()
+        OwnerLock(path).probe()
+    except StateFileError as err:
+        return [str(err)]
+    return []
+
+
 def _event(row: tuple[int, float, str, str, str, str]) -> Event:
     ident, at, tag, actor, kind, data = row
     loaded: Mapping[str, Any] = json.loads(data)
@@ -175,9 +217,9 @@ class OwnerLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Raises :class:`StateLocked` at once if another process holds the lock."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Raises :class:`StateLocked` at once if another process holds the lock, and
+        :class:`StateFileError` when the lock file cannot be made."""
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -190,6 +232,20 @@ class OwnerLock:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
+
+    def probe(self) -> None:
+        """Raise :class:`StateFileError` when the lock file cannot be made (takes no lock)."""
+        os.close(self._open())
+
+    def _open(self) -> int:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise StateFileError(
+                f"state: cannot create the lock file {self.path} ({err.strerror}); the "
+                "state file's folder must be writable by this user."
+            ) from err
 
     def release(self) -> None:
         if self._fd is not None:

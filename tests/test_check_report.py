@@ -13,6 +13,7 @@ from tests.sshd import free_port
 
 RELBOT = Path(sys.executable).with_name("relbot")
 EXAMPLE = Path(__file__).parents[1] / "deploy" / "relbot.example.toml"
+ONE_PERSON = '[people.hugo]\nrm = ["3.14"]\n'  # a config that names nobody is invalid too
 SECRETS = ("PYDOTORG_AUTH", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "DISCORD_TOKEN", "RELBOT_CONFIG")
 
 
@@ -74,7 +75,8 @@ def test_local_folders_that_do_not_exist_are_both_reported_and_not_created(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "relbot.toml").write_text(
-        '[storage]\nstaging = "srv/stagin"\npublic = "srv/public"\n', encoding="utf-8"
+        '[storage]\nstaging = "srv/stagin"\npublic = "srv/public"\n' + ONE_PERSON,
+        encoding="utf-8",
     )
 
     result = check(tmp_path, "--offline")
@@ -93,7 +95,7 @@ def test_offline_passes_while_the_services_are_down_and_online_does_not(
     (tmp_path / "public").mkdir()
     (tmp_path / "relbot.toml").write_text(
         RELEASE_CYCLE_LINE + f'[storage]\nstaging = "staging"\npublic = "public"\n'
-        f'[slack]\nchannel = "C1"\napi_url = "http://127.0.0.1:{closed}/api/"\n',
+        f'[slack]\nchannel = "C1"\napi_url = "http://127.0.0.1:{closed}/api/"\n' + ONE_PERSON,
         encoding="utf-8",
     )
     tokens = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.domain.tags import ReleaseTag, quote_input
+from bot.domain.text import shown
 from bot.errors import RelbotError, TagError
 
 MAX_LINE = 1000
@@ -138,7 +139,7 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
         case "status", [tag]:
             return Status(ReleaseTag.parse(tag.lower()))
         case "hold", [tag, *reason]:
-            return Hold(ReleaseTag.parse(tag.lower()), " ".join(reason))
+            return Hold(ReleaseTag.parse(tag.lower()), shown(" ".join(reason)))
         case "unhold", [tag]:
             return Unhold(ReleaseTag.parse(tag.lower()))
         case "publish", [tag]:

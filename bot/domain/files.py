@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".partial", ".filepart")
+EMPTY_FOLDER = "an empty folder"
 
 
 @dataclass(frozen=True)
@@ -16,11 +17,21 @@ class StagedFile:
     size: int
     mtime: float
     regular: bool = True  # False for symlinks, sockets, devices: never promoted
+    # Why this entry can never be published, when storage could not take it as a file: an
+    # unreadable or empty folder, a name that is not printable UTF-8, a symlinked release
+    # folder (path ""). Such an entry has ``regular=False``.
+    problem: str = ""
+    links: int = 1  # hard links to the file (1 where storage cannot tell, as over SFTP)
 
     @property
     def stamp(self) -> tuple[int, float]:
         """Size and mtime: what says a file changed without reading it."""
         return (self.size, self.mtime)
+
+    @property
+    def is_empty_folder(self) -> bool:
+        """An empty folder: listed so that no promotion carries it along; nothing to judge."""
+        return self.path.endswith("/") and self.problem == EMPTY_FOLDER
 
     @property
     def has_partial_name(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import not_utf8
 from bot.errors import ConfigError
 
 _BOUND_RE = re.compile(r"\d+\.\d+(\.\d+)?")  # a branch (3.14) or a version (3.12.2)
@@ -237,7 +238,13 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
             f"profile: {name_or_path!r} is neither a built-in profile nor a file "
             f"(built-in: {', '.join(builtin_profiles())})."
         )
-    return _parse(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"profile {path}: cannot read it ({err.strerror}).") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"profile {path}: {not_utf8(err)}") from err
+    return _parse(text, str(path))
 
 
 def builtin_profiles() -> list[str]:

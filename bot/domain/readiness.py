@@ -11,6 +11,7 @@ from bot.domain.files import Listing, StagedFile
 from bot.domain.profile import FileKind, Profile
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import shown
 from bot.domain.waivers import Waiver, owner_of, waived_paths, waived_roles
 
 
@@ -32,10 +33,11 @@ class FileReadiness:
     role: str | None = None
     required: bool = False
     size: int | None = None
+    note: str = ""  # storage's reason when the entry could not be taken as a file
 
     def describe(self) -> str:
-        """``python-3.14.1.exe (missing)``."""
-        return f"{self.path} ({self.status.value})"
+        """``python-3.14.1.exe (missing)``; names are escaped (no newline or escape code)."""
+        return f"{shown(self.path) or 'the release folder'} ({self.note or self.status.value})"
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Readiness:
     signatures_required: bool = False
     branch_status: str | None = None  # from the release cycle (None: not listed)
     waivers: tuple[Waiver, ...] = ()
+    hard_linked: tuple[str, ...] = ()  # staged files with another name somewhere (a note)
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -165,24 +168,33 @@ def compute_readiness(
         if entry is not None and path in public:
             status = FileStatus.ALREADY_PUBLIC
         per_role[role].append(
-            FileReadiness(path, status, role, path not in excused, entry.size if entry else None)
+            FileReadiness(
+                path, status, role, path not in excused, entry.size if entry else None, _note(entry)
+            )
         )
     stray = []
     for path, entry in sorted(listing.items()):
-        if path in required:
+        if path in required or entry.is_empty_folder:
             continue
         kind = profile.classify(tag, path)
         status = FileStatus.ALREADY_PUBLIC if path in public else _status(entry, previous)
-        if path in excused and not entry.has_partial_name and kind.kind is FileKind.UNEXPECTED:
+        waivable = not entry.problem and not entry.has_partial_name
+        if path in excused and waivable and kind.kind is FileKind.UNEXPECTED:
             owner = owner_of(profile, tag, path)
             per_role[owner].append(FileReadiness(path, status, owner, False, entry.size))
             continue
-        if entry.has_partial_name or kind.kind is FileKind.UNEXPECTED or kind.role is None:
+        if (
+            entry.problem
+            or entry.has_partial_name
+            or kind.kind is FileKind.UNEXPECTED
+            or kind.role is None
+        ):
             stray.append(
                 FileReadiness(
                     path,
                     status if status is not FileStatus.PRESENT else FileStatus.UNEXPECTED,
                     size=entry.size,
+                    note=entry.problem,
                 )
             )
         else:
@@ -196,13 +208,24 @@ def compute_readiness(
         )
         for role, files in per_role.items()
     )
+    linked = tuple(path for path, entry in sorted(listing.items()) if entry.links > 1)
     return Readiness(
-        tag, roles, tuple(stray), holds, branch_status=profile.status(tag), waivers=waivers
+        tag,
+        roles,
+        tuple(stray),
+        holds,
+        branch_status=profile.status(tag),
+        waivers=waivers,
+        hard_linked=linked,
     )
 
 
 def _stages_anything(files: list[FileReadiness]) -> bool:
     return any(f.status not in (FileStatus.MISSING, FileStatus.PUBLIC) for f in files)
+
+
+def _note(entry: StagedFile | None) -> str:
+    return entry.problem if entry is not None else ""
 
 
 def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:

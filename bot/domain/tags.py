@@ -8,7 +8,8 @@ from enum import StrEnum
 
 from bot.errors import TagError
 
-_TAG_RE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:(a|b|rc)(\d{1,3}))?", re.ASCII)
+# Pre-release serials start at 1 (3.14.0a1, never 3.14.0rc0).
+_TAG_RE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:(a|b|rc)([1-9]\d{0,2}))?", re.ASCII)
 
 
 class Stage(StrEnum):

@@ -13,6 +13,15 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage.listing import (
+    RELEASE_FOLDER,
+    empty_folder,
+    linked_release_folder,
+    odd_name,
+    unreadable_folder,
+    unreadable_release_folder,
+)
+from bot.storage.lock import Holder, LocalLease
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 
@@ -27,8 +36,11 @@ class LocalStorage:
 
     def staged_tags(self) -> list[str]:
         try:
+            # A symlinked release folder is listed too: scans show why it is refused.
             return sorted(
-                e.name for e in os.scandir(self.staging) if e.is_dir(follow_symlinks=False)
+                e.name
+                for e in os.scandir(self.staging)
+                if e.is_dir(follow_symlinks=False) or e.is_symlink()
             )
         except FileNotFoundError:
             return []
@@ -39,12 +51,14 @@ class LocalStorage:
 
     def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
         root = self.staging / str(tag)
+        if root.is_symlink():
+            return {RELEASE_FOLDER: linked_release_folder(os.readlink(root))}
         try:
             return dict(_walk(root, ""))
         except FileNotFoundError:
             return None
-        except OSError as err:
-            raise StagingUnreachable(f"Cannot list {root}: {err.strerror}.") from err
+        except OSError as err:  # this release's problem: other releases are still scanned
+            return {RELEASE_FOLDER: unreadable_release_folder(err.strerror or str(err))}
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
         found: dict[str, StagedFile] = {}
@@ -124,6 +138,11 @@ class LocalStorage:
                 "filesystems, so publishing cannot be one rename; put them on the same one."
             )
         return problems
+
+    def lock(self, holder: Holder) -> LocalLease:
+        lease = LocalLease(self.staging, holder)
+        lease.acquire()
+        return lease
 
     # -- promotion -------------------------------------------------------------------------
 
@@ -210,16 +229,28 @@ class LocalStorage:
 
 
 def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:
-    """One ``scandir`` per folder; symlinks are reported, never followed."""
+    """One ``scandir`` per folder; symlinks are reported, never followed. A sub-folder that
+    cannot be listed, an empty one and an odd name are reported as problems (and not entered).
+    """
     found = []
-    for entry in os.scandir(folder):
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         path = join(prefix, entry.name)
+        if (odd := odd_name(path)) is not None:
+            found.append((odd.path, odd))
+            continue
         if entry.is_dir(follow_symlinks=False):
-            found += _walk(Path(entry.path), path)
+            try:
+                inner = _walk(Path(entry.path), path)
+            except FileNotFoundError:
+                continue  # removed since the parent was listed
+            except OSError as err:
+                inner = [(path + "/", unreadable_folder(path + "/", err.strerror or str(err)))]
+            found += inner or [(path + "/", empty_folder(path + "/"))]
             continue
         st = entry.stat(follow_symlinks=False)
         regular = entry.is_file(follow_symlinks=False)
-        found.append((path, StagedFile(path, st.st_size, st.st_mtime, regular)))
+        links = st.st_nlink if regular else 1
+        found.append((path, StagedFile(path, st.st_size, st.st_mtime, regular, links=links)))
     return found
 
 

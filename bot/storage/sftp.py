@@ -19,17 +19,34 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import NoReturn, TypeVar
+from pathlib import Path, PurePosixPath
+from typing import Any, NoReturn, TypeVar
 
 import paramiko
-from paramiko.sftp import CMD_EXTENDED
+from paramiko.sftp import (
+    CMD_CLOSE,
+    CMD_EXTENDED,
+    CMD_HANDLE,
+    CMD_NAME,
+    CMD_OPENDIR,
+    CMD_READDIR,
+)
 
 from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage.listing import (
+    RELEASE_FOLDER,
+    empty_folder,
+    linked_release_folder,
+    odd_name,
+    unreadable_folder,
+    unreadable_release_folder,
+)
+from bot.storage.lock import Holder, SftpLease
+from bot.storage.overlap import folders_overlap, overlap_message
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 log = logging.getLogger(__name__)
@@ -186,7 +203,12 @@ class SftpStorage:
                 raise StagingUnreachable(
                     f"Cannot read staging {self.staging} on {self.where}: {_reason(err)}."
                 ) from err
-            return sorted(e.filename for e in entries if stat.S_ISDIR(e.st_mode or 0))
+            # A symlinked release folder is listed too: scans show why it is refused.
+            return sorted(
+                e.filename
+                for e in entries
+                if stat.S_ISDIR(e.st_mode or 0) or stat.S_ISLNK(e.st_mode or 0)
+            )
 
         return self._call(f"list {self.staging}", op)
 
@@ -199,16 +221,20 @@ class SftpStorage:
         root = self._release(tag)
 
         def op(conn: _Connection) -> dict[str, StagedFile] | None:
+            attr = self._lstat(conn, root)
+            if attr is None:
+                return None
+            if stat.S_ISLNK(attr.st_mode or 0):
+                return {RELEASE_FOLDER: linked_release_folder(conn.sftp.readlink(root) or "?")}
             try:
                 found = dict(self._walk(conn, root, ""))
             except FileNotFoundError:
                 return None
-            except PermissionError as err:
-                raise StagingUnreachable(
-                    f"Cannot list {root} on {self.where}: {_reason(err)}."
-                ) from err
+            except PermissionError as err:  # this release's problem, not the scan's
+                return {RELEASE_FOLDER: unreadable_release_folder(_reason(err))}
             self._remember(
-                root, {_inside(root, p): (f.size, int(f.mtime)) for p, f in found.items()}
+                root,
+                {_inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular},
             )
             return found
 
@@ -324,6 +350,16 @@ class SftpStorage:
             return self._call("check the storage folders", self._check)
         except StorageError as err:
             return [str(err)]
+
+    def lock(self, holder: Holder) -> SftpLease:
+        """A lock file in staging with a heartbeat (SFTP has no locks): see bot.storage.lock."""
+
+        def call(what: str, op: Callable[[paramiko.SFTPClient], None]) -> None:
+            self._call(what, lambda conn: op(conn.sftp))
+
+        lease = SftpLease(self.staging, self.where, holder, call)
+        lease.acquire()
+        return lease
 
     # -- promotion -------------------------------------------------------------------------
 
@@ -565,7 +601,7 @@ class SftpStorage:
         for name, folder in (("staging", self.staging), ("public", self.public)):
             # Never created here: a mistyped path must not become a folder nobody uploads to.
             try:
-                attr = self._lstat(conn, folder)
+                attr = self._stat(conn, folder)  # a symlinked root is fine; overlap is not
             except OSError as err:
                 if not conn.alive:
                     raise
@@ -580,6 +616,10 @@ class SftpStorage:
                 )
             elif not stat.S_ISDIR(attr.st_mode or 0):
                 problems.append(f"storage.{name}: {folder} on {self.where} is not a folder.")
+        if not problems:  # where the server says the folders really are (symlinks resolved)
+            real = [conn.sftp.normalize(folder) for folder in (self.staging, self.public)]
+            if folders_overlap(PurePosixPath(real[0]), PurePosixPath(real[1])):
+                return [f"storage on {self.where}: {overlap_message(real[0], real[1])}"]
         if not self._exec_allowed(conn):
             problems.append(
                 f"storage: {self.where} does not let {self.user} run commands (exec), so "
@@ -726,22 +766,57 @@ class SftpStorage:
     # -- listing ---------------------------------------------------------------------------
 
     def _listdir(self, conn: _Connection, folder: str) -> list[paramiko.SFTPAttributes]:
+        """``listdir_attr``, except that a name which is not UTF-8 arrives with its odd bytes
+        kept as surrogates (paramiko's own decoding raises on it, which stopped every scan)."""
         self.requests["listdir"] += 1
-        return conn.sftp.listdir_attr(folder)
+        sftp: Any = conn.sftp  # paramiko's request primitives are not typed
+        attributes: Any = paramiko.SFTPAttributes
+        folder = sftp._adjust_cwd(folder)
+        kind, msg = sftp._request(CMD_OPENDIR, folder)
+        if kind != CMD_HANDLE:
+            raise paramiko.SFTPError("Expected handle")
+        handle = msg.get_binary()
+        found = []
+        try:
+            while True:
+                try:
+                    kind, msg = sftp._request(CMD_READDIR, handle)
+                except EOFError:
+                    break  # the end of the folder
+                if kind != CMD_NAME:
+                    raise paramiko.SFTPError("Expected name response")
+                for _ in range(msg.get_int()):
+                    name = msg.get_string().decode("utf-8", "surrogateescape")
+                    longname = msg.get_string().decode("utf-8", "replace")
+                    attr = attributes._from_msg(msg, name, longname)
+                    if name not in (".", ".."):
+                        found.append(attr)
+        finally:
+            sftp._request(CMD_CLOSE, handle)
+        return found
 
     def _walk(self, conn: _Connection, folder: str, prefix: str) -> list[tuple[str, StagedFile]]:
-        """One ``listdir_attr`` per folder; entries carry ``lstat`` attributes."""
+        """One ``listdir_attr`` per folder; entries carry ``lstat`` attributes. A sub-folder
+        that cannot be listed, an empty one and an odd name are reported as problems."""
         found = []
-        for entry in self._listdir(conn, folder):
+        for entry in sorted(self._listdir(conn, folder), key=lambda e: e.filename):
             path, mode = join(prefix, entry.filename), entry.st_mode or 0
+            if (odd := odd_name(path)) is not None:
+                found.append((odd.path, odd))
+                continue
             if stat.S_ISDIR(mode):
                 try:
-                    found += self._walk(conn, posixpath.join(folder, entry.filename), path)
+                    inner = self._walk(conn, posixpath.join(folder, entry.filename), path)
                 except FileNotFoundError:
                     continue  # removed since the parent was listed
+                except PermissionError as err:
+                    inner = [(path + "/", unreadable_folder(path + "/", _reason(err)))]
+                found += inner or [(path + "/", empty_folder(path + "/"))]
                 continue
             size, mtime = entry.st_size or 0, float(entry.st_mtime or 0)
-            found.append((path, StagedFile(path, size, mtime, stat.S_ISREG(mode))))
+            regular = stat.S_ISREG(mode)
+            links = _links(getattr(entry, "longname", "")) if regular else 1
+            found.append((path, StagedFile(path, size, mtime, regular, links=links)))
         return found
 
     def _folders(self, conn: _Connection, folder: str) -> list[str]:
@@ -767,6 +842,14 @@ class SftpStorage:
             except FileNotFoundError:
                 folders[folder] = {}
         return folders[folder].get(name)
+
+    def _stat(self, conn: _Connection, path: str) -> paramiko.SFTPAttributes | None:
+        """What ``path`` points to (symlinks followed), or None when nothing is there."""
+        self.requests["stat"] += 1
+        try:
+            return conn.sftp.stat(path)
+        except FileNotFoundError:
+            return None
 
     def _lstat(self, conn: _Connection, path: str) -> paramiko.SFTPAttributes | None:
         self.requests["stat"] += 1
@@ -937,6 +1020,13 @@ class SftpStorage:
             f"storage.key_file: {self.key_file} is not an Ed25519, RSA or ECDSA private key "
             "this passphrase opens; check the file and the passphrase."
         ) from last
+
+
+def _links(longname: str) -> int:
+    """The hard-link count from a listing's ``ls -l`` style line (SFTP v3 attributes have
+    none; OpenSSH's long name has it second). 1 when the server's line does not say."""
+    fields = longname.split(maxsplit=2)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
 
 
 def _inside(root: str, relative: str) -> str:

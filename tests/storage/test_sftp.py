@@ -276,8 +276,9 @@ def test_steady_state_scan_is_one_listing_per_folder_and_no_hashing(
     again = storage.list_staging(RC2)
     assert again is not None
     assert storage.digest(RC2, list(again)) == first
-    # release folder, amd64rc2/ and docs/: three listings, nothing else
-    assert dict(storage.requests) == {"listdir": 3}
+    # release folder, amd64rc2/ and docs/: three listings, and one lstat of the release
+    # folder (a symlinked release folder is refused, never followed); nothing else
+    assert dict(storage.requests) == {"listdir": 3, "stat": 1}
 
 
 def test_digest_is_cached_by_size_and_mtime(sshd: SshServer, folders: tuple[Path, Path]) -> None:

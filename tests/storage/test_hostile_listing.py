@@ -1,0 +1,92 @@
+"""The listing contract for odd staging entries, on both backends: reported with the
+reason, never followed, never a crash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bot.domain.tags import ReleaseTag
+from bot.storage.listing import RELEASE_FOLDER
+from tests.sshd import SshServer
+from tests.storage.conftest import Backend, sftp_storage
+
+TAG = "3.14.0rc2"
+RC2 = ReleaseTag.parse(TAG)
+
+
+def test_a_symlinked_release_folder_is_one_problem_entry_and_is_listed_as_staged(
+    backend: Backend, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "Python-3.14.0rc2.tgz").write_bytes(b"x")
+    (backend.staging / TAG).symlink_to(elsewhere)
+    storage = backend.make()
+
+    listing = storage.list_staging(RC2)
+
+    assert listing is not None and list(listing) == [RELEASE_FOLDER]
+    entry = listing[RELEASE_FOLDER]
+    assert not entry.regular and "symbolic link" in entry.problem
+    assert str(elsewhere) in entry.problem
+    assert storage.staged_tags() == [TAG]  # so scans show it
+
+
+def test_names_that_are_not_printable_utf8_are_reported_escaped(backend: Backend) -> None:
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    backend.write(TAG, os.fsdecode(b"bad\xffname.txt"), "x")
+    backend.write(TAG, "two\nlines.txt", "x")
+    backend.write(TAG, "esc\x1b[2Kape.txt", "x")
+
+    listing = backend.make().list_staging(RC2)
+
+    assert listing is not None
+    assert set(listing) == {
+        "Python-3.14.0rc2.tgz",
+        "bad\\xffname.txt",
+        "two\\nlines.txt",
+        "esc\\x1b[2Kape.txt",
+    }
+    for path, entry in listing.items():
+        assert entry.regular == (path == "Python-3.14.0rc2.tgz")
+        path.encode("utf-8")  # printable anywhere
+
+
+def test_empty_folders_are_listed_so_no_promotion_carries_them(backend: Backend) -> None:
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    (backend.staging / TAG / "junkdir" / "deeper").mkdir(parents=True)
+
+    listing = backend.make().list_staging(RC2)
+
+    assert listing is not None
+    assert listing["junkdir/deeper/"].is_empty_folder
+    assert "junkdir/" not in listing  # it holds a folder: not empty
+
+
+def test_check_finds_staging_and_public_one_folder_on_the_server(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    real = tmp_path / "srv" / "files"
+    real.mkdir(parents=True)
+    (tmp_path / "srv" / "public").symlink_to(real)
+    storage = sftp_storage(sshd, real, tmp_path / "srv" / "public")
+    try:
+        problems = storage.check()
+    finally:
+        storage.close()
+
+    assert len(problems) == 1
+    assert "storage.staging and storage.public overlap" in problems[0]
+
+
+def test_a_staged_file_with_another_hard_link_says_so(backend: Backend, tmp_path: Path) -> None:
+    staged = backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    backend.write(TAG, "Python-3.14.0rc2.tar.xz", "ok")
+    os.link(staged, tmp_path / "kept-elsewhere.tgz")
+
+    listing = backend.make().list_staging(RC2)
+
+    assert listing is not None
+    assert listing["Python-3.14.0rc2.tgz"].links == 2
+    assert listing["Python-3.14.0rc2.tar.xz"].links == 1

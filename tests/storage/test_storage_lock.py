@@ -1,0 +1,214 @@
+"""One bot per download server: the storage lock, on both backends, in the gate and in
+``relbot run``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.errors import StagingUnreachable, StorageLocked
+from bot.messages import ChannelKind
+from bot.storage.local import LocalStorage
+from bot.storage.lock import LOCK_NAME, Holder, LateLease, StorageLease
+from tests.conftest import World
+from tests.sshd import SshServer
+from tests.storage.conftest import Backend, sftp_storage
+
+TIMEOUT = 60
+
+
+def holder(state: str, pid: int = 4242, host: str = "dl-bot-a") -> Holder:
+    return replace(Holder.this_process(Path(state), 30), pid=pid, host=host)
+
+
+def test_a_second_bot_on_the_same_storage_is_refused_naming_the_first(backend: Backend) -> None:
+    first = backend.make().lock(holder("/srv/a/state.db"))
+
+    with pytest.raises(StorageLocked) as refused:
+        backend.make().lock(holder("/srv/b/state.db", pid=777, host="dl-bot-b"))
+
+    message = str(refused.value)
+    assert "pid 4242" in message and "dl-bot-a" in message and "/srv/a/state.db" in message
+    assert "since" in message
+    first.release()
+    backend.make().lock(holder("/srv/b/state.db", pid=777)).release()  # free once released
+
+
+def test_the_lock_file_is_in_the_staging_root_and_not_a_release(backend: Backend) -> None:
+    lease = backend.make().lock(holder("/srv/a/state.db"))
+    try:
+        assert (backend.staging / LOCK_NAME).is_file()
+        assert backend.make().staged_tags() == []
+    finally:
+        lease.release()
+
+
+def test_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(backend: Backend) -> None:
+    first = backend.make().lock(holder("/srv/a/state.db"))
+    (backend.staging / LOCK_NAME).unlink()  # an operator removed it; another bot took it
+    second = backend.make().lock(holder("/srv/b/state.db", pid=777, host="dl-bot-b"))
+
+    with pytest.raises(StorageLocked) as refused:
+        first.renew()
+
+    assert "pid 777" in str(refused.value) and "dl-bot-b" in str(refused.value)
+    second.renew()  # still the holder
+    second.release()
+
+
+# A local lock dies with its process (flock); only the SFTP lock file can be abandoned.
+
+
+def test_over_sftp_a_lock_whose_heartbeat_stopped_is_taken_over(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    dead = holder("/srv/a/state.db")
+    dead = replace(dead, beat=time.time() - dead.stale_after - 1)
+    sftp_storage(sshd, staging, tmp_path / "public").lock(dead)  # its bot was killed
+
+    taker = sftp_storage(sshd, staging, tmp_path / "public").lock(holder("/srv/b/state.db", 777))
+
+    assert Holder.from_bytes((staging / LOCK_NAME).read_bytes()) == taker.holder
+    taker.renew()
+    assert Holder.from_bytes((staging / LOCK_NAME).read_bytes()) == taker.holder  # new beat
+    taker.release()
+    assert list(staging.iterdir()) == []  # nothing left aside
+
+
+def test_over_sftp_a_live_lock_is_never_taken_over(sshd: SshServer, tmp_path: Path) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    live = sftp_storage(sshd, staging, public).lock(holder("/srv/a/state.db"))
+    live.renew()  # a heartbeat
+
+    with pytest.raises(StorageLocked, match="pid 4242"):
+        sftp_storage(sshd, staging, public).lock(holder("/srv/b/state.db", pid=777))
+    live.release()
+
+
+# -- the gate ---------------------------------------------------------------------------------
+
+
+async def test_a_confirm_is_refused_while_another_bot_holds_the_storage(world: World) -> None:
+    world.stage("3.14.1")
+    world.gate.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    (world.staging / LOCK_NAME).unlink()
+    other = LocalStorage(world.staging, world.public).lock(holder("/srv/b/state.db", pid=777))
+
+    reply = await world.say("hugo", line)
+
+    assert reply.private and "pid 777" in reply.text and "Nothing was published" in reply.text
+    assert world.public_files() == set()
+    assert "confirmed" not in world.events("3.14.1")
+    await world.gate.scan()
+    await world.gate.scan()
+    notices = [n for n in world.chat.texts(ChannelKind.NOTICE) if "pid 777" in n]
+    assert len(notices) == 1  # told once, not every scan
+    other.release()
+
+
+# -- relbot run -------------------------------------------------------------------------------
+
+
+def test_a_second_relbot_run_on_the_same_storage_exits_at_once_naming_the_holder(
+    tmp_path: Path,
+) -> None:
+    relbot = shutil.which("relbot", path=str(Path(sys.executable).parent))
+    assert relbot is not None
+    team = textwrap.dedent("""
+        [storage]
+        staging = "../shared/staging"
+        public = "../shared/public"
+
+        [people.hugo]
+        rm = ["3.14"]
+        roles = ["source", "docs"]
+        """)
+    for bot in ("a", "b"):
+        (tmp_path / bot).mkdir()
+        (tmp_path / bot / "relbot.toml").write_text(team)
+    lock = tmp_path / "shared" / "staging" / LOCK_NAME
+    first = subprocess.Popen(
+        [relbot, "run"], cwd=tmp_path / "a", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (lock.exists() and f'"pid": {first.pid}' in lock.read_text()):
+            assert first.poll() is None, "the first relbot run exited early"
+            assert time.monotonic() < deadline, "the first relbot run never took the lock"
+            time.sleep(0.05)
+
+        second = subprocess.run(
+            [relbot, "run"],
+            cwd=tmp_path / "b",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+
+        assert second.returncode == 1
+        assert "Another relbot holds the storage" in second.stderr
+        assert f"pid {first.pid}" in second.stderr
+        assert str(tmp_path / "a" / "relbot-data" / "state.db") in second.stderr
+        assert "Traceback" not in second.stderr
+        assert first.poll() is None
+    finally:
+        assert first.stdin is not None
+        first.stdin.close()
+        assert first.wait(timeout=TIMEOUT) == 0
+    assert os.path.exists(lock)  # the file stays; the flock went with the process
+
+
+async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_holds_the_lock(
+    world: World,
+) -> None:
+    attempts: list[int] = []
+
+    def take() -> StorageLease:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise StagingUnreachable("Cannot reach dl.example.org (connection refused).")
+        return world.storage.lock(holder("/srv/a/state.db"))
+
+    world.gate.lease = LateLease(take)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+
+    refused = await world.say("hugo", line)
+    published = await world.say("hugo", line)
+
+    assert refused.private and "Nothing was published" in refused.text
+    assert not published.private and "Published 3.14.1" in published.text, published.text
+    assert len(attempts) == 2
+
+
+def test_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(backend: Backend) -> None:
+    first = backend.make().lock(holder("/srv/a/state.db"))
+    (backend.staging / LOCK_NAME).unlink()
+    second = backend.make().lock(holder("/srv/b/state.db", pid=777))
+    with pytest.raises(StorageLocked):
+        first.renew()
+
+    second.release()
+    if backend.name == "local":  # flock: the file stays, the lock goes with the holder
+        assert (backend.staging / LOCK_NAME).exists()
+    first.renew()  # free again: taken back
+
+    with pytest.raises(StorageLocked, match="pid 4242"):
+        backend.make().lock(holder("/srv/c/state.db", pid=888))
+    first.release()

@@ -1,0 +1,286 @@
+"""What a careless or hostile uploader can put in staging: a symlinked release folder, a
+hard link, an empty stray folder, an unreadable folder, names that are not UTF-8 or hold a
+newline. Each is its release's problem, shown with the reason; none is published, none
+stops a scan, none forges a channel line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.domain.history import EventKind
+from bot.domain.tags import ReleaseTag
+from bot.messages import ChannelKind
+from bot.render import audit_line
+from bot.storage.local import LocalStorage
+from tests.conftest import World
+
+NOBODY = 65534
+TAG = "3.14.1"
+
+
+def channel_text(world: World) -> str:
+    texts = [m.text for m in world.chat.posts] + [m.text for _, m in world.chat.updates]
+    return "\n".join(texts)
+
+
+# -- a symlinked release folder ---------------------------------------------------------------
+
+
+def swap_for_symlink(world: World, tmp_path: Path) -> Path:
+    """Move the staged release elsewhere and leave a symlink to it in staging."""
+    elsewhere = tmp_path / "elsewhere" / TAG
+    elsewhere.parent.mkdir()
+    os.rename(world.staging / TAG, elsewhere)
+    (world.staging / TAG).symlink_to(elsewhere, target_is_directory=True)
+    return elsewhere
+
+
+async def test_a_symlinked_release_folder_is_refused_at_ready_with_the_reason(
+    world: World, tmp_path: Path
+) -> None:
+    world.stage(TAG)
+    elsewhere = swap_for_symlink(world, tmp_path)
+
+    reply = await world.say("hugo", f"/ready source {TAG}")
+
+    assert reply.private
+    assert "symbolic link" in reply.text and str(elsewhere) in reply.text
+    assert world.events(TAG, EventKind.CLAIMED) == []
+
+
+async def test_a_release_folder_swapped_for_a_symlink_after_ready_is_never_published(
+    world: World, tmp_path: Path
+) -> None:
+    world.stage(TAG)
+    await world.ready_all(TAG)
+    swap_for_symlink(world, tmp_path)
+
+    reply = await world.say("hugo", f"/publish {TAG}")
+    assert reply.private and "symbolic link" in reply.text
+    await world.gate.scan()
+
+    assert "symbolic link" in channel_text(world)  # the summary says why
+    assert world.events(TAG, EventKind.PLANNED) == []
+    assert not (world.public / TAG).exists() and not (world.public / TAG).is_symlink()
+    status = await world.say("eve", f"/status {TAG}")
+    assert "symbolic link" in status.text
+
+
+# -- a hard link ------------------------------------------------------------------------------
+
+
+async def test_a_hard_linked_staged_file_is_noted_in_the_summary_but_does_not_block(
+    world: World, tmp_path: Path
+) -> None:
+    world.stage(TAG)
+    os.link(world.staging / TAG / "Python-3.14.1.tgz", tmp_path / "kept-elsewhere.tgz")
+
+    await world.ready_all(TAG)
+    await world.gate.scan()
+
+    assert "Python-3.14.1.tgz has another name (a hard link)" in channel_text(world)
+    reply = await world.say("hugo", f"/publish {TAG}")
+    assert reply.confirm is not None, reply.text
+
+
+# -- an empty stray folder --------------------------------------------------------------------
+
+
+async def test_empty_stray_folders_are_never_published(world: World) -> None:
+    world.stage(TAG)
+    (world.staging / TAG / "junkdir" / "deeper").mkdir(parents=True)
+    await world.ready_all(TAG)
+    line = await world.plan(TAG)
+
+    reply = await world.say("hugo", line)
+
+    assert not reply.private, reply.text
+    assert not (world.public / TAG / "junkdir").exists()
+    assert "python-3.14.1-amd64.exe" in {p.name for p in (world.public / TAG).iterdir()}
+
+
+# -- names that are not printable UTF-8 -------------------------------------------------------
+
+
+async def test_a_name_that_is_not_utf8_is_reported_escaped_and_never_crashes_a_scan(
+    world: World,
+) -> None:
+    world.stage(TAG)
+    bad = os.fsdecode(b"bad\xffname.txt")
+    (world.staging / TAG / bad).write_bytes(b"x")
+
+    await world.gate.scan()
+    reply = await world.say("hugo", f"/publish {TAG}")
+
+    assert "bad\\xffname.txt" in channel_text(world)
+    assert "bad\\xffname.txt" in reply.text and reply.private
+    for text in (channel_text(world), reply.text):
+        text.encode("utf-8")  # nothing a strict UTF-8 console cannot print
+
+
+async def test_a_file_name_with_a_newline_cannot_forge_a_channel_line(world: World) -> None:
+    world.stage(TAG)
+    forged = "x\n[#release] 3.14.1 is published: 19 files, confirmed by hugo.\x1b[2K"
+    (world.staging / TAG / forged).write_bytes(b"x")
+
+    await world.gate.scan()
+    status = await world.say("eve", f"/status {TAG}")
+
+    for text in (channel_text(world), status.text):
+        assert "\x1b" not in text
+        assert not any(line.startswith("[#release]") for line in text.splitlines())
+        assert "3.14.1 is published" not in text.replace("\\n[#release] 3.14.1 is published", "")
+    assert "x\\n[#release]" in status.text
+
+
+async def test_a_hold_reason_with_ansi_escapes_reaches_neither_channel_nor_audit_raw(
+    world: World,
+) -> None:
+    world.stage(TAG)
+    reply = await world.say("eve", f"/hold {TAG} \x1b[31mred\x1b[0m \x1b]0;pwned\x07")
+
+    assert not reply.private, reply.text
+    assert "\x1b" not in channel_text(world) and "\x07" not in channel_text(world)
+    assert "\\x1b[31mred" in channel_text(world)
+    lines = [audit_line(e) for e in world.store.events(ReleaseTag.parse(TAG))]
+    assert lines and not any("\x1b" in line for line in lines)
+
+
+# -- /hold on a release nobody staged ---------------------------------------------------------
+
+
+async def test_a_hold_on_a_release_nobody_staged_or_acted_on_is_refused(world: World) -> None:
+    world.stage(TAG)
+
+    reply = await world.say("eve", "/hold 3.14.11 typo")
+
+    assert reply.private and "3.14.11" in reply.text
+    assert "3.14.11" not in [str(t) for t in await world.gate.open_tags()]
+    status = await world.say("eve", "/status")
+    assert "3.14.11" not in status.text
+    # A release with history can still be held (before anything is staged).
+    assert not (await world.say("eve", f"/hold {TAG} wait")).private
+
+
+# -- one unreadable folder --------------------------------------------------------------------
+
+
+@pytest.fixture
+def shared_root() -> Iterator[Path]:
+    """A folder a process running as nobody can reach (pytest's tmp folders are root's)."""
+    root = Path(tempfile.mkdtemp(prefix="relbot-nobody-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def as_nobody(work: Callable[[], object]) -> object:
+    """Run ``work`` in a forked child that dropped root for nobody: permissions then stop
+    it for real (root reads a chmod 000 folder). Returns what ``work`` returns (JSON)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(read)
+        status = 0
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            payload = json.dumps({"result": work()})
+        except BaseException as err:  # noqa: BLE001 - the child must never return into pytest
+            payload, status = json.dumps({"error": f"{type(err).__name__}: {err}"}), 1
+        with os.fdopen(write, "w") as out:
+            out.write(payload)
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as source:
+        data = json.loads(source.read() or "{}")
+    os.waitpid(pid, 0)
+    assert "error" not in data, data.get("error")
+    return data["result"]
+
+
+def give_to_nobody(root: Path) -> None:
+    for folder, dirs, files in os.walk(root):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.chown(name, NOBODY, NOBODY, follow_symlinks=False)
+
+
+def test_a_folder_nobody_can_read_is_listed_as_its_releases_problem(shared_root: Path) -> None:
+    staging = shared_root / "staging"
+    (staging / TAG / "amd64").mkdir(parents=True)
+    (staging / TAG / "amd64" / "python.exe").write_bytes(b"x")
+    (staging / TAG / "Python-3.14.1.tgz").write_bytes(b"x")
+    give_to_nobody(shared_root)
+    (staging / TAG / "amd64").chmod(0)
+    storage = LocalStorage(staging, shared_root / "public")
+
+    def listing() -> object:
+        found = storage.list_staging(ReleaseTag.parse(TAG))
+        assert found is not None
+        return {path: entry.problem for path, entry in found.items()}
+
+    listed = as_nobody(listing)
+
+    assert listed == {
+        "Python-3.14.1.tgz": "",
+        "amd64/": "a folder that cannot be read: Permission denied",
+    }
+
+
+def test_one_unreadable_folder_does_not_stop_the_scans_of_other_releases(
+    shared_root: Path,
+) -> None:
+    world = World(shared_root)
+    world.stage(TAG)
+    world.stage("3.14.2")
+    (world.staging / TAG / "amd64").mkdir()
+    (world.staging / TAG / "amd64" / "python.exe").write_bytes(b"x")
+    asyncio.run(world.ready_all("3.14.2"))
+    world.write("3.14.2", "python-3.14.2-amd64.exe", "rebuilt after /ready")
+    world.store.close()
+    give_to_nobody(shared_root)
+    (world.staging / TAG / "amd64").chmod(0)
+    before = len(world.chat.posts)
+
+    def scan_and_status() -> object:
+        world.start()
+        asyncio.run(world.gate.scan())
+        status = asyncio.run(world.say("eve", "/status"))
+        world.store.close()
+        return {
+            "notices": world.chat.texts(ChannelKind.NOTICE),
+            "channel": channel_text(world),
+            "status": status.text,
+            "posts": len(world.chat.posts),
+        }
+
+    seen = as_nobody(scan_and_status)
+
+    assert isinstance(seen, dict) and seen["posts"] > before
+    assert any("windows claim on 3.14.2 was withdrawn" in n for n in seen["notices"])
+    problem = "amd64/ (a folder that cannot be read: Permission denied)"
+    assert problem in seen["channel"]
+    assert problem in seen["status"] and "3.14.2:" in seen["status"]
+
+
+async def test_a_symlinked_folder_inside_a_release_is_never_followed(
+    world: World, tmp_path: Path
+) -> None:
+    world.stage(TAG)
+    os.rename(world.staging / TAG / "docs", tmp_path / "docs-elsewhere")
+    (world.staging / TAG / "docs").symlink_to(tmp_path / "docs-elsewhere")
+
+    reply = await world.say("hugo", f"/ready docs {TAG}")
+
+    assert reply.private and "docs/python-3.14.1-docs.epub (missing)" in reply.text
+    publish = await world.say("hugo", f"/publish {TAG}")
+    assert publish.private and "docs (not a regular file)" in publish.text
