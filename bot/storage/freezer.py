@@ -157,6 +157,14 @@ def check_targets(fs: Primitives, places: Places, plan: PublishPlan) -> None:
     """Before anything moves: every public target is absent or already the planned content
     (else :class:`PromotionConflict`), every absent one has its file frozen or staged."""
     listed = _Listings(fs)
+    folders = {posixpath.dirname(places.target(f)) for f in plan.files}
+    for folder in sorted({a for d in folders for a in _ancestors(d, places.public)}):
+        entry = listed.entry(folder)
+        if entry is not None and not entry.is_dir:
+            raise StorageError(
+                f"{folder} is in the way: it should be a folder of public files; nothing "
+                "was moved (move it away and the publish resumes by itself)."
+            )
     public = [f for f in plan.files if listed.entry(places.target(f)) is not None]
     for f in public:
         entry = listed.entry(places.target(f))
@@ -346,6 +354,15 @@ def _folders(fs: Primitives, root: str) -> list[str] | None:
         if entry.is_dir:
             inner = posixpath.join(root, name)
             found += [inner, *(_folders(fs, inner) or [])]
+    return found
+
+
+def _ancestors(folder: str, stop: str) -> list[str]:
+    """``folder`` and its parents below ``stop`` (exclusive)."""
+    found = []
+    while folder.startswith(stop + "/"):
+        found.append(folder)
+        folder = posixpath.dirname(folder)
     return found
 
 
