@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -81,8 +82,6 @@ async def test_a_same_size_rewrite_at_confirmation_is_refused_and_put_back(world
     pkg = world.staging / "3.14.1" / PKG
     st = pkg.stat()
     pkg.write_bytes(b"X" * st.st_size)  # same size, same mtime: the listing cannot tell
-    import os
-
     os.utime(pkg, ns=(st.st_atime_ns, st.st_mtime_ns))
     reply = await world.say("hugo", line)
     assert reply.private and f"{PKG} changed" in reply.text
