@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -263,7 +264,11 @@ class _LocalFs:
         os.chmod(path, mode)  # not narrowed by the umask: the area must be exactly 0700
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
-        return {p: _sha256_nofollow(p) for p in paths}
+        if len(paths) < 2:
+            return {p: _sha256_nofollow(p) for p in paths}
+        # hashlib releases the GIL on large buffers: a few threads use every core.
+        with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
+            return dict(zip(paths, pool.map(_sha256_nofollow, paths), strict=True))
 
 
 def _wrapped(what: str, op: Callable[[], T]) -> T:

@@ -38,6 +38,7 @@ T = TypeVar("T")
 Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
 
 _RECONNECT_DELAYS = (0.2, 0.5)  # seconds between connection attempts within one call
+_HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch of files
 _MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
 _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 _CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
@@ -633,12 +634,31 @@ class SftpStorage:
         return result
 
     def _hash_on_server(self, conn: _Connection, paths: list[str]) -> dict[str, str]:
-        """One ``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s:
-        a digest is cached only when the file did not change while it was read."""
-        quoted = " ".join(shlex.quote(p) for p in paths)
-        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        """``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s: a
+        digest is cached only when the file did not change while it was read. Several files
+        are hashed by parallel ``sha256sum`` processes (a release's big installers then take
+        the time of the biggest, not of all), their outputs joined in order."""
+        q = shlex.quote
         self.requests["hash"] += 1
-        status, out, err = self._exec(conn, f"{stamps} && sha256sum -z -- {quoted} && {stamps}")
+        groups = [paths[i::_HASH_PROCESSES] for i in range(min(_HASH_PROCESSES, len(paths)))]
+        paths = [p for group in groups for p in group]  # the order of the joined outputs
+        quoted = " ".join(q(p) for p in paths)
+        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        if len(groups) == 1:
+            hashing = f"sha256sum -z -- {quoted}"
+        else:
+            jobs = [
+                f'sha256sum -z -- {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
+                for i, g in enumerate(groups)
+            ]
+            waits = " && ".join(f"wait $p{i}" for i in range(len(groups)))
+            outputs = " ".join(f'"$t/{i}"' for i in range(len(groups)))
+            hashing = (
+                "{ t=$(mktemp -d) || exit 1; trap 'rm -rf \"$t\"' EXIT; "
+                + "; ".join(jobs)
+                + f"; {waits} && cat {outputs}; }}"
+            )
+        status, out, err = self._exec(conn, f"{stamps} && {hashing} && {stamps}")
         records = out.split(b"\0")
         n = len(paths)
         if status != 0 or len(records) != 3 * n + 1:
