@@ -196,19 +196,21 @@ def check_targets(fs: Primitives, places: Places, plan: PublishPlan) -> None:
             )
 
 
-def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) -> None:
+def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) -> int:
     """Move the plan's files that are still staged into the bot's area: a staging folder
     holding exactly planned files (and no folder) in one rename, the rest file by file.
     A file already frozen is kept (a resumed freeze never takes a newer upload). With
     ``fresh`` (a new confirmation), whatever an earlier publish left in the area is set aside
-    first. Not-regular entries are left in staging (the check reports them)."""
+    first. Not-regular entries are left in staging (the check reports them). Returns how
+    many renames it made (0: everything was frozen already)."""
     check_area(fs, places, create=True)
     release = places.frozen(plan)
     if fresh and fs.lstat(release) is not None:
         _set_aside(fs, places, plan)
     if fs.lstat(release) is None and _holds_exactly(fs, places.staged(plan), plan):
         fs.rename(places.staged(plan), release)
-        return
+        return 1
+    renames = 0
     groups: dict[str, list[PlanFile]] = {}
     for f in plan.files:
         groups.setdefault(posixpath.dirname(f.path), []).append(f)
@@ -226,6 +228,7 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
         if whole:
             _make_folders(fs, posixpath.dirname(target), places.area, FOLDER_MODE)
             fs.rename(source, target)
+            renames += 1
             continue
         _make_folders(fs, target, places.area, FOLDER_MODE)
         for name in sorted(names):
@@ -235,7 +238,9 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
             frozen = posixpath.join(target, name)
             if fs.lstat(frozen) is None:
                 fs.rename(posixpath.join(source, name), frozen)
+                renames += 1
     prune(fs, places.staged(plan), keep_root=False)
+    return renames
 
 
 def frozen_problems(

@@ -128,8 +128,8 @@ class LocalStorage:
     ) -> PromotionReport:
         fs, places = _LocalFs(), self._places
         freezer.check_targets(fs, places, plan)
-        freezer.freeze(fs, places, plan, fresh=False)
-        if not verified:
+        # Files frozen only now (an interrupted freeze) were never hashed in the area.
+        if freezer.freeze(fs, places, plan, fresh=False) or not verified:
             problems = freezer.frozen_problems(fs, places, plan, public_before=public_before)
             if problems:
                 raise freezer.FrozenMismatch(problems)
