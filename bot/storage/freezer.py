@@ -372,8 +372,9 @@ def _ancestors(folder: str, stop: str) -> list[str]:
 
 
 def make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
-    """``mkdir -p`` below ``stop`` (which exists)."""
-    if folder == stop or not folder.startswith(stop + "/") or fs.lstat(folder) is not None:
+    """``mkdir -p`` below ``stop`` (``"/"``: the whole path, as far as it is missing)."""
+    inner = folder.startswith(stop.rstrip("/") + "/")
+    if folder == stop or not inner or fs.lstat(folder) is not None:
         return
     make_folders(fs, posixpath.dirname(folder), stop, mode)
     with contextlib.suppress(FileExistsError):

@@ -142,14 +142,14 @@ def promote(
         source, target = inside(root, move.source), inside(places.public, move.target)
         leaving = {f.path for _, _, m in renames for f in m.files}
         if fs.lstat(target) is None and _holds_exactly(fs, source, move, leaving):
-            make_folders(fs, posixpath.dirname(target), places.public, FOLDER_MODE)
+            make_folders(fs, posixpath.dirname(target), "/", FOLDER_MODE)
             renames.append((source, target, move))
             continue
         for f in move.files:
             s, t = places.frozen(plan, f.path), places.target(f)
             singles.append(Move(f, s, t, listed.entry(s) is not None, listed.entry(t) is not None))
     for folder in dict.fromkeys(posixpath.dirname(m.target) for m in singles):
-        make_folders(fs, folder, places.public, FOLDER_MODE)
+        make_folders(fs, folder, "/", FOLDER_MODE)
     touched = Touched()
     for source, target, _ in renames:
         fs.rename_public(source, target)
