@@ -147,6 +147,17 @@ def check_area(fs: Primitives, places: Places, *, create: bool) -> None:
         )
 
 
+def area_problem(fs: Primitives, places: Places) -> str | None:
+    """For ``relbot check``: why the bot's area cannot be trusted, if it exists."""
+    if fs.lstat(places.area) is None:
+        return None
+    try:
+        check_area(fs, places, create=False)
+    except StorageError as err:
+        return f"storage: {err}"
+    return None
+
+
 def targets_in_public(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
     """The plan's public targets that exist now (any content)."""
     listed = Listings(fs)

@@ -81,6 +81,8 @@ class LocalStorage:
                 continue
             if not os.access(folder, os.W_OK | os.X_OK):
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")
+        if not problems and (area := freezer.area_problem(_LocalFs(self), self._places)):
+            problems.append(area)
         if not problems and self.staging.stat().st_dev != self.public.stat().st_dev:
             problems.append(
                 f"storage: staging {self.staging} and public {self.public} are on different "

@@ -95,3 +95,18 @@ def test_a_symlink_named_by_the_plan_is_refused_before_anything_moves(
 
     assert backend.public_files() == {}
     assert exe.is_symlink()
+
+
+def test_a_replaced_frozen_area_is_refused_and_reported_by_check(backend: Backend) -> None:
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "tgz")
+    plan = plan_for(backend, TAG, ["Python-3.14.0rc2.tgz"])
+    # Someone with write access to the staging root put a folder of their own in its place.
+    (backend.staging / AREA).mkdir(mode=0o777)
+    (backend.staging / AREA).chmod(0o777)
+    storage = backend.make()
+
+    with pytest.raises(StorageError, match=r"cannot be trusted .*mode is 777"):
+        storage.freeze(plan)
+
+    assert backend.staged_files(TAG) == {"Python-3.14.0rc2.tgz": b"tgz"}
+    assert any("cannot be trusted" in p for p in storage.check())
