@@ -62,8 +62,11 @@ class LocalStorage:
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         file = _inside(self.staging / str(tag), path)
-        with file.open("rb") as f:
-            data = f.read(limit + 1)
+        try:  # never through a symlink swapped in since the listing
+            with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+                data = f.read(limit + 1)
+        except OSError as err:
+            raise StorageError(f"Cannot read {file}: {err.strerror or err}.") from err
         if len(data) > limit:
             raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
         return data

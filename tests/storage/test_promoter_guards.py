@@ -110,3 +110,14 @@ def test_a_replaced_frozen_area_is_refused_and_reported_by_check(backend: Backen
 
     assert backend.staged_files(TAG) == {"Python-3.14.0rc2.tgz": b"tgz"}
     assert any("cannot be trusted" in p for p in storage.check())
+
+
+def test_local_reads_fail_as_storage_errors_and_never_follow_a_symlink(tmp_path: Path) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    (staging / TAG).mkdir(parents=True)
+    (tmp_path / "secret").write_text("not a bundle")
+    (staging / TAG / "a.sigstore").symlink_to(tmp_path / "secret")
+    storage = LocalStorage(staging, public)
+    for path in ("missing.sigstore", "a.sigstore"):
+        with pytest.raises(StorageError, match="Cannot read"):
+            storage.read(RC2, path, 1000)
