@@ -632,12 +632,18 @@ class DiscordPlatform:
         async def unwaive(interaction: discord.Interaction[Any], tag: str, target: str) -> None:
             await run(interaction, f"/unwaive {tag} {target}")
 
+        @app_commands.command(description="Release manager: cancel a publish not yet public")
+        @app_commands.describe(tag="release tag")
+        @app_commands.autocomplete(tag=tags)
+        async def abort(interaction: discord.Interaction[Any], tag: str) -> None:
+            await run(interaction, f"/abort {tag}")
+
         @app_commands.command(name="help", description="relbot's commands, with examples")
         @app_commands.describe(command="one command to explain, e.g. ready")
         async def help_(interaction: discord.Interaction[Any], command: str | None = None) -> None:
             await run(interaction, f"/help {command}" if command else "/help")
 
-        return [ready, unready, status, hold, unhold, publish, respin, waive, unwaive, help_]
+        return [ready, unready, status, hold, unhold, publish, respin, waive, unwaive, abort, help_]
 
 
 def _clip(text: str, limit: int) -> str:

@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "/respin": "/respin",
     "/waive": "/waive",
     "/unwaive": "/unwaive",
+    "/abort": "/abort",
     "/relbot-help": "/help",
 }
 # Answers to questions stay with whoever asked; changes are shown to the channel.

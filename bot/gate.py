@@ -8,6 +8,7 @@ serialized by a per-release lock; storage, signature and registry calls run in w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
@@ -38,6 +39,7 @@ from bot.errors import (
 )
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
+from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal, listing, public_folders
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.release_locks import ReleaseLocks
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
@@ -142,6 +144,7 @@ class Gate:
         self._settle = settle_seconds
         self._new_code = code_factory
         self._locks = ReleaseLocks()
+        self._public_locks: dict[str, asyncio.Lock] = {}  # per public folder: one promotion
         self._seen: dict[str, _Observation] = {}
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._health = _Health()
@@ -226,10 +229,11 @@ class Gate:
         """Finish publishes that a crash or an outage interrupted (the journal says where)."""
         for tag in self.store.open_tags():
             state = self.store.release(tag)
-            if state.publishing is not None:
+            if state.publishing is not None and not state.holds:
                 async with self._lock(tag):
                     state = self.store.release(tag)
-                    if state.publishing is not None:
+                    # A hold pauses a stuck publish: nothing more becomes public until /unhold.
+                    if state.publishing is not None and not state.holds:
                         await self._run_pipeline(state)
 
     # -- commands ----------------------------------------------------------------------------
@@ -253,8 +257,8 @@ class Gate:
                 f"{tag} is already published (by {state.published_by} at "
                 f"{when(state.published_at)}); nothing to change."
             )
-        if state.publishing is not None:
-            raise Refusal(f"{tag} is being published right now; wait for the announcement.")
+        if state.publishing is not None and not isinstance(command, ALLOWED_WHILE_PUBLISHING):
+            raise Refusal(busy_refusal(tag, self._observation(tag).pipeline_trouble))
         match command:
             case cmd.Ready():
                 return await self._ready(person, command, state)
@@ -274,6 +278,8 @@ class Gate:
                 return await self._waive(person, command, state)
             case cmd.Unwaive():
                 return await self._unwaive(person, command, state)
+            case cmd.Abort():
+                return await self._abort(person, tag, state)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _ready(self, person: str, command: cmd.Ready, state: ReleaseState) -> Reply:
@@ -400,7 +406,7 @@ class Gate:
             raise CodeRefused(
                 f"That confirmation code expired at {when(offer.expires_at)}; {again}."
             )
-        plan = await self._publishable_plan(tag, state, fresh=True)
+        plan = await self._publishable_plan(tag, state)
         if plan.digest != offer.plan.digest:
             changed = _plan_difference(offer.plan, plan)
             raise Refusal(
@@ -408,8 +414,18 @@ class Gate:
             )
         if trouble := await self._storage_trouble():
             raise Refusal(f"{trouble} Nothing was published.")
-        self.store.append(tag, person, EventKind.CONFIRMED, code_hash=code_hash, digest=plan.digest)
-        await self._run_pipeline(self.store.release(tag))
+        # Journal the confirmation first: from here on, every resume pins to this plan.
+        before = await asyncio.to_thread(self.storage.in_public, plan)
+        self.store.append(
+            tag,
+            person,
+            EventKind.CONFIRMED,
+            code_hash=code_hash,
+            digest=plan.digest,
+            public_before=before,
+        )
+        verified = await self._freeze(person, tag, plan, again)
+        await self._run_pipeline(self.store.release(tag), verified=verified)
         done = self.store.release(tag)
         if len(done.public_files) == len(state.public_files):  # not (yet) published
             return Reply(
@@ -419,6 +435,76 @@ class Gate:
                 refusal="publish_stopped",
             )
         return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
+
+    async def _freeze(self, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:
+        """Move the confirmed files out of the uploaders' reach and hash them there (the
+        confirmation's fresh hash). True when they are exactly the plan; a difference puts
+        them back and refuses. A storage fault leaves the freeze to the resumed promotion."""
+        try:
+            problems = await asyncio.to_thread(self.storage.freeze, plan)
+        except StorageError as err:
+            log.warning("freezing %s failed: %s", tag, err)
+            return False
+        if not problems:
+            return True
+        try:
+            clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        except StorageError as err:  # the publish stays pinned and stopped: /abort retries
+            raise Refusal(
+                f"Staging changed since the plan ({', '.join(problems)}); nothing was "
+                f"published, but putting the files back failed ({err}); /abort {tag} retries."
+            ) from err
+        reason = f"staging changed since the plan ({', '.join(problems)})"
+        self.store.append(tag, person, EventKind.ABORTED, reason=reason)
+        kept = (
+            f"; {listing(clashes)} stayed frozen (a newer upload has its name)" if clashes else ""
+        )
+        raise Refusal(
+            f"Staging changed since the plan ({', '.join(problems)}); nothing was "
+            f"published{kept}, {again}."
+        )
+
+    async def _abort(self, person: str, tag: ReleaseTag, state: ReleaseState) -> Reply:
+        self._require_rm(person, tag, "abort the publish of")
+        plan = state.publishing
+        if plan is None:
+            raise Refusal(f"{tag} has no confirmed publish to abort.")
+        public = await self._made_public(state)
+        if public:
+            raise Refusal(
+                f"Publishing {tag} cannot be aborted: {listing(public)} "
+                f"{'is' if len(public) == 1 else 'are'} public already, and published files "
+                "are never taken back."
+            )
+        clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        self.store.append(tag, person, EventKind.ABORTED, reason=f"aborted by {person} with /abort")
+        self._observation(tag).pipeline_trouble = ""
+        kept = (
+            f"; {listing(clashes)} stayed in the bot's frozen area because a different file "
+            "with that name was uploaded since"
+            if clashes
+            else ""
+        )
+        await self._notice(tag, f"{person} aborted the publish of {tag}; nothing was made public.")
+        await self._refresh(tag)
+        return Reply(
+            f"Publishing {tag} was aborted: its files are back in staging{kept}; claims are "
+            f"unchanged and /publish {tag} works again.",
+            Tone.SUCCESS,
+        )
+
+    async def _made_public(self, state: ReleaseState) -> list[str]:
+        """Planned targets this publish has made public (those public before do not count).
+        When storage cannot tell, assume something is: abort must never half-undo."""
+        assert state.publishing is not None
+        if "promote" in state.steps_done:
+            return [f.target for f in state.publishing.files]
+        try:
+            present = await asyncio.to_thread(self.storage.in_public, state.publishing)
+        except StorageError as err:
+            raise Refusal(f"Cannot tell what is public yet: {err}") from err
+        before = set(state.public_before)
+        return [t for t in present if t not in before]
 
     async def _respin(self, person: str, tag: ReleaseTag, state: ReleaseState) -> Reply:
         self._require_rm(person, tag, "re-spin")
@@ -483,6 +569,14 @@ class Gate:
         for one in tags:
             async with self._lock(one):
                 state = self.store.release(one)
+                if state.publishing is not None:  # its files are frozen, not in staging
+                    seen = self._seen.get(str(one))
+                    trouble = seen.pipeline_trouble if seen is not None else ""
+                    text = f"{one}: publishing now (confirmed by {state.publisher})." + (
+                        f" {trouble}" if trouble else ""
+                    )
+                    shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), text))
+                    continue
                 if state.is_published and not await self._late(one):
                     text = summary_text(self._readiness(one, {}, None, state), state)
                     shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text))
@@ -537,10 +631,11 @@ class Gate:
         from_file = origin != "built-in default"
         return sign_command(tag, str(self.config.path(Path(origin).name)) if from_file else None)
 
-    async def _run_pipeline(self, state: ReleaseState) -> None:
+    async def _run_pipeline(self, state: ReleaseState, *, verified: bool = False) -> None:
         """promote → register → purge → announce, each step journaled and idempotent, so a
         restart resumes where a crash stopped and nothing happens twice. A step that fails is
-        retried on every scan; the channel hears of each new reason once."""
+        retried on every scan (journaled as started once); the channel hears of each new
+        reason once. ``verified``: the frozen files were just hashed (at confirmation)."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
         if await self._storage_trouble():
@@ -548,21 +643,36 @@ class Gate:
         for step in PIPELINE:
             if step in state.steps_done:
                 continue
-            self.store.append(tag, BOT, EventKind.STEP_STARTED, step=step)
+            if state.step_started != step:
+                self.store.append(tag, BOT, EventKind.STEP_STARTED, step=step)
             try:
-                detail = await self._step(step, plan, state)
+                detail = await self._step(step, plan, state, verified)
             except PromotionConflict as err:
-                self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
-                await self._notice(
-                    tag,
-                    f"Publishing {tag} was stopped before anything moved: {err}",
-                    mentions=_who(state.publisher),
+                if not err.moved and not await self._public_or_unknown(state):
+                    with contextlib.suppress(StorageError):  # else stays stuck: /abort retries
+                        await asyncio.to_thread(self.storage.thaw, plan)
+                        self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
+                        await self._notice(
+                            tag,
+                            f"Publishing {tag} was stopped before anything moved: {err} "
+                            "Its files are back in staging.",
+                            mentions=_who(state.publisher),
+                        )
+                        return
+                self.metrics.publish_failures += 1
+                text = (
+                    f"Publishing {tag} stopped part-way: {err} Some files are public already; "
+                    "remove the conflicting file and it resumes by itself."
                 )
+                if self._observation(tag).pipeline_trouble != text:
+                    self._observation(tag).pipeline_trouble = text
+                    await self._notice(tag, text, mentions=_who(state.publisher))
                 return
-            except RelbotError as err:
+            except (RelbotError, OSError) as err:
                 self.metrics.publish_failures += 1
                 log.warning("publish of %s stopped at %s: %s", tag, step, err)
-                text = f"Publishing {tag} stopped at {step}: {err} It resumes by itself."
+                reason = err if isinstance(err, RelbotError) else f"{err.strerror or err}."
+                text = f"Publishing {tag} stopped at {step}: {reason} It resumes by itself."
                 if self._observation(tag).pipeline_trouble != text:
                     self._observation(tag).pipeline_trouble = text
                     await self._notice(tag, text, mentions=_who(state.publisher))
@@ -575,9 +685,37 @@ class Gate:
         self._seen.pop(str(tag), None)
         await self._refresh(tag)
 
-    async def _step(self, step: str, plan: PublishPlan, state: ReleaseState) -> str:
+    async def _public_or_unknown(self, state: ReleaseState) -> bool:
+        try:
+            return bool(await self._made_public(state))
+        except Refusal:
+            return True
+
+    async def _step(self, step: str, plan: PublishPlan, state: ReleaseState, verified: bool) -> str:
         if step == "promote":
-            report = await asyncio.to_thread(self.storage.promote, plan)
+            async with contextlib.AsyncExitStack() as stack:
+                # Two tags sharing a public folder (3.14.0rc1, rc2 → 3.14.0/) never promote at
+                # once: each conflict check must see the other's files.
+                for folder in public_folders(plan):
+                    await stack.enter_async_context(
+                        self._public_locks.setdefault(folder, asyncio.Lock())
+                    )
+                report = await asyncio.to_thread(
+                    functools.partial(
+                        self.storage.promote,
+                        plan,
+                        verified=verified,
+                        public_before=state.public_before,
+                    )
+                )
+                problems = await asyncio.to_thread(self.storage.verify_public, plan)
+            if problems:
+                self.metrics.public_mismatches += 1
+                raise StorageError(
+                    f"After the move, the public files differ from the confirmed plan "
+                    f"({listing(problems)}); registering and announcing wait until someone "
+                    "checks them."
+                )
             return (
                 f"{len(report.renamed)} folders renamed, {report.moved} files moved, "
                 f"{report.already} already public"

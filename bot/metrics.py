@@ -45,6 +45,7 @@ class Metrics:
     last_successful_scan: float = 0.0  # Unix time; 0 before the first
     publishes: int = 0
     publish_failures: int = 0
+    public_mismatches: int = 0  # promotions after which public differed from the plan
     commands: dict[str, int] = field(default_factory=dict)  # verb → count
     refusals: dict[str, int] = field(default_factory=dict)  # reason → count
     started: float = field(default_factory=time.time)
@@ -106,6 +107,11 @@ class _Counters(Collector):
             "relbot_publish_failures",
             "Publish steps that failed (and will resume).",
             m.publish_failures,
+        )
+        yield _counter(
+            "relbot_public_mismatches",
+            "Promotions after which a public file differed from the confirmed plan.",
+            m.public_mismatches,
         )
         commands = CounterMetricFamily(
             "relbot_commands", "Chat commands answered, by verb.", labels=["command"]

@@ -25,6 +25,7 @@ HELP_LINES = {
     "waive": "release manager: for TAG only, a file that will not come, an extra file to "
     "publish, or a role that needs no /ready",
     "unwaive": "release manager: undo that waiver",
+    "abort": "release manager: cancel a confirmed publish that has made nothing public yet",
     "help": "this list, or one command's",
 }
 

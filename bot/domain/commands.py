@@ -80,12 +80,28 @@ class Unwaive:
 
 
 @dataclass(frozen=True)
+class Abort:
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
 class Help:
     topic: str | None = None  # one command's verb: `/help ready`
 
 
 Command = (
-    Ready | Unready | Status | Hold | Unhold | Publish | Confirm | Respin | Waive | Unwaive | Help
+    Ready
+    | Unready
+    | Status
+    | Hold
+    | Unhold
+    | Publish
+    | Confirm
+    | Respin
+    | Waive
+    | Unwaive
+    | Abort
+    | Help
 )
 
 # verb → (usage, example): help text and usage errors come from this one table.
@@ -102,6 +118,7 @@ USAGE: dict[str, tuple[str, str]] = {
         "/waive 3.14.1 python-3.14.1-arm64.exe build broke",
     ),
     "unwaive": ("/unwaive TAG PATH|ROLE", "/unwaive 3.14.1 python-3.14.1-arm64.exe"),
+    "abort": ("/abort TAG", "/abort 3.14.1"),
     "help": ("/help [COMMAND]", "/help ready"),
 }
 
@@ -159,6 +176,8 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
             return Waive(ReleaseTag.parse(tag.lower()), _target(target, roles), " ".join(reason))
         case "unwaive", [tag, target]:
             return Unwaive(ReleaseTag.parse(tag.lower()), _target(target, roles))
+        case "abort", [tag]:
+            return Abort(ReleaseTag.parse(tag.lower()))
         case "help", []:
             return Help()
         case "help", [topic]:

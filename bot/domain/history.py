@@ -25,11 +25,11 @@ class EventKind(StrEnum):
     UNHELD = "unheld"  # holder
     PLANNED = "planned"  # code_hash, expires_at, plan
     PLAN_DROPPED = "plan-dropped"  # reason
-    CONFIRMED = "confirmed"  # code_hash, plan digest
+    CONFIRMED = "confirmed"  # code_hash, plan digest, public_before (targets already there)
     STEP_STARTED = "step-started"  # step
     STEP_DONE = "step-done"  # step, detail
     PUBLISHED = "published"  # files, size
-    ABORTED = "aborted"  # reason: a publish stopped before anything moved
+    ABORTED = "aborted"  # reason: a publish stopped or cancelled (/abort) before anything moved
     REFUSED = "refused"  # command, reason (audit only: changes no state)
     WAIVED = "waived"  # target, role (bool), reason
     UNWAIVED = "unwaived"  # target
@@ -67,6 +67,8 @@ class ReleaseState:
     publishing: PublishPlan | None = None  # confirmed, pipeline not finished
     publisher: str | None = None
     steps_done: dict[str, str] = field(default_factory=dict)  # step → detail
+    step_started: str | None = None  # the step started last and not done (a stuck publish)
+    public_before: tuple[str, ...] = ()  # planned targets already public at confirmation
     published_at: float | None = None
     published_by: str | None = None
     waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
@@ -141,9 +143,13 @@ def _apply(state: ReleaseState, event: Event) -> None:
                 state.publishing = state.offer.plan
                 state.publisher = event.actor
                 state.steps_done.clear()  # a late publish runs the pipeline again
+                state.public_before = tuple(data.get("public_before", ()))
             _drop_offer(state, "already used")
+        case EventKind.STEP_STARTED:
+            state.step_started = data["step"]
         case EventKind.STEP_DONE:
             state.steps_done[data["step"]] = data.get("detail", "")
+            state.step_started = None
         case EventKind.PUBLISHED:
             if state.published_at is None:  # the first publish; later ones add late files
                 state.published_at = event.at
@@ -157,13 +163,14 @@ def _apply(state: ReleaseState, event: Event) -> None:
         case EventKind.ABORTED:
             state.publishing, state.publisher = None, None
             state.steps_done.clear()
+            state.step_started, state.public_before = None, ()
         case EventKind.WAIVED:
             state.waivers[data["target"]] = Waiver(
                 data["target"], bool(data["role"]), event.actor, data.get("reason", ""), event.at
             )
         case EventKind.UNWAIVED:
             state.waivers.pop(data["target"], None)
-        case EventKind.STEP_STARTED | EventKind.REFUSED:
+        case EventKind.REFUSED:
             pass
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from bot.domain.files import StagedFile
-from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage import freezer, promotion
+from bot.storage.freezer import Entry, Places
 from bot.storage.listing import (
     RELEASE_FOLDER,
     empty_folder,
@@ -22,7 +26,9 @@ from bot.storage.listing import (
     unreadable_release_folder,
 )
 from bot.storage.lock import Holder, LocalLease
-from bot.storage.promotion import FolderMove, folder_moves, join
+from bot.storage.promotion import Move, Touched, join
+
+T = TypeVar("T")
 
 
 class LocalStorage:
@@ -84,8 +90,11 @@ class LocalStorage:
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         file = _inside(self.staging / str(tag), path)
-        with file.open("rb") as f:
-            data = f.read(limit + 1)
+        try:  # never through a symlink swapped in since the listing
+            with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+                data = f.read(limit + 1)
+        except OSError as err:
+            raise StorageError(f"Cannot read {file}: {err.strerror or err}.") from err
         if len(data) > limit:
             raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
         return data
@@ -132,6 +141,8 @@ class LocalStorage:
                 continue
             if not os.access(folder, os.W_OK | os.X_OK):
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")
+        if not problems and (area := freezer.area_problem(_LocalFs(self), self._places)):
+            problems.append(area)
         if not problems and self.staging.stat().st_dev != self.public.stat().st_dev:
             problems.append(
                 f"storage: staging {self.staging} and public {self.public} are on different "
@@ -146,79 +157,44 @@ class LocalStorage:
 
     # -- promotion -------------------------------------------------------------------------
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
-        root = self.staging / str(plan.tag)
-        self._refuse_conflicts(root, plan)
-        # Prepare first (decide, make folders), so the phase in which files become visible
-        # holds nothing but renames and links; unlinking sources and fsync come after it.
-        renames: list[tuple[Path, Path, FolderMove]] = []
-        links: list[tuple[Path, Path, PlanFile]] = []
-        for move in folder_moves(plan):
-            source, target = _inside(root, move.source), _inside(self.public, move.target)
-            leaving = {f.path for _, _, m in renames for f in m.files}
-            if not target.exists() and self._holds_exactly(source, move, leaving):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                renames.append((source, target, move))
-                continue
-            for f in move.files:
-                file_source, file_target = _inside(root, f.path), _inside(self.public, f.target)
-                file_target.parent.mkdir(parents=True, exist_ok=True)
-                links.append((file_source, file_target, f))
-        for source, target, _ in renames:
-            self._rename(source, target)
-        linked = [(s, t) for s, t, f in links if self._link_no_clobber(s, t, f)]
-        for source, target, _ in links:
-            if source.exists() and target.exists():
-                source.unlink()
-        for folder in {t.parent for _, t, _ in renames} | {t.parent for _, t, _ in links}:
-            _fsync_dir(folder)
-        _prune_empty(root)
-        return PromotionReport(
-            tuple(m.target for _, _, m in renames), len(linked), len(links) - len(linked)
+    def freeze(self, plan: PublishPlan) -> list[str]:
+        def op() -> list[str]:
+            fs, places = _LocalFs(self), self._places
+            freezer.freeze(fs, places, plan, fresh=True)
+            return freezer.frozen_problems(fs, places, plan)
+
+        return _wrapped(f"freeze {plan.tag}", op)
+
+    def thaw(self, plan: PublishPlan) -> list[str]:
+        return _wrapped(
+            f"put back {plan.tag}", lambda: freezer.thaw(_LocalFs(self), self._places, plan)
         )
 
-    def _refuse_conflicts(self, root: Path, plan: PublishPlan) -> None:
-        """Check every target before anything moves: an existing public file must be the
-        planned content; a file in neither place means the plan cannot be completed."""
-        for f in plan.files:
-            source, target = _inside(root, f.path), _inside(self.public, f.target)
-            if source.is_symlink():
-                raise StorageError(
-                    f"{f.path} is a symbolic link; only regular files are published."
-                )
-            if target.exists():
-                if _sha256(target) != f.sha256:
-                    raise PromotionConflict(
-                        f"{f.target} is already public with different content; "
-                        "nothing was moved (remove or rename one of them first)."
-                    )
-            elif not source.exists():
-                raise StorageError(f"{f.path} is neither in staging nor public; re-run /publish.")
+    def in_public(self, plan: PublishPlan) -> list[str]:
+        return _wrapped(
+            f"look at {self.public}",
+            lambda: freezer.targets_in_public(_LocalFs(self), self._places, plan),
+        )
 
-    def _holds_exactly(self, source: Path, move: FolderMove, leaving: set[str]) -> bool:
-        """Whether the staging folder holds exactly the move's files (so a rename moves
-        nothing unplanned), not counting ``leaving``: inner folders renamed before it."""
-        if not source.is_dir():
-            return False
-        present = {join(move.source, path) for path, _ in _walk(source, "")} - leaving
-        return present == {f.path for f in move.files}
+    def verify_public(self, plan: PublishPlan) -> list[str]:
+        return _wrapped(
+            f"check {self.public}",
+            lambda: freezer.public_problems(_LocalFs(self), self._places, plan),
+        )
 
-    def _link_no_clobber(self, source: Path, target: Path, f: PlanFile) -> bool:
-        """Make ``target`` a second name of ``source``; False when it was already public
-        (a resumed promotion). A different file at ``target`` is never replaced."""
-        if not source.exists():
-            return False
-        try:
-            self._link(source, target)
-        except FileExistsError:
-            # The target appeared since the conflict check, or a crash hit between link and
-            # unlink: fine only if it is the planned content.
-            if _sha256(target) != f.sha256:
-                raise PromotionConflict(
-                    f"{f.target} appeared in public with different content while publishing."
-                ) from None
-            return False
-        return True
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        return _wrapped(
+            f"publish {plan.tag}",
+            lambda: promotion.promote(
+                _LocalFs(self), self._places, plan, verified=verified, public_before=public_before
+            ),
+        )
+
+    @property
+    def _places(self) -> Places:
+        return Places(str(self.staging), str(self.public))
 
     # The two primitive moves, kept apart so tests can inject a crash between them.
     def _rename(self, source: Path, target: Path) -> None:
@@ -226,6 +202,92 @@ class LocalStorage:
 
     def _link(self, source: Path, target: Path) -> None:
         os.link(source, target)
+
+
+class _LocalFs:
+    """The promoter's and the freezer's primitives on this machine's filesystem."""
+
+    def __init__(self, storage: LocalStorage) -> None:
+        self.storage = storage
+
+    def uid(self) -> int:
+        return os.getuid()
+
+    def lstat(self, path: str) -> Entry | None:
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return Entry(st.st_mode, st.st_uid)
+
+    def listdir(self, path: str) -> dict[str, Entry] | None:
+        try:
+            with os.scandir(path) as entries:
+                found = {}
+                for e in entries:
+                    st = e.stat(follow_symlinks=False)
+                    found[e.name] = Entry(st.st_mode, st.st_uid)
+                return found
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def rename(self, source: str, target: str) -> None:
+        os.rename(source, target)
+
+    def link(self, source: str, target: str) -> None:
+        os.link(source, target, follow_symlinks=False)
+
+    def remove(self, path: str) -> None:
+        os.unlink(path)
+
+    def rmdir(self, path: str) -> bool:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return False
+        return True
+
+    def mkdir(self, path: str, mode: int) -> None:
+        os.mkdir(path, mode)
+        os.chmod(path, mode)  # not narrowed by the umask: the area must be exactly 0700
+
+    def rename_public(self, source: str, target: str) -> None:
+        self.storage._rename(Path(source), Path(target))
+
+    def link_public(self, source: str, target: str) -> None:
+        self.storage._link(Path(source), Path(target))
+
+    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+        return False  # a link here costs microseconds: file by file is the batch
+
+    def finish(self, touched: Touched) -> None:
+        for folder in {os.path.dirname(p) for p in [*touched.trees, *touched.files]}:
+            _fsync_dir(Path(folder))
+
+    def hash(self, paths: Sequence[str]) -> dict[str, str]:
+        if len(paths) < 2:
+            return {p: _sha256_nofollow(p) for p in paths}
+        # hashlib releases the GIL on large buffers: a few threads use every core.
+        with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
+            return dict(zip(paths, pool.map(_sha256_nofollow, paths), strict=True))
+
+
+def _wrapped(what: str, op: Callable[[], T]) -> T:
+    """Run ``op``, turning an ``OSError`` (a full disk, a permission, a file where a folder
+    should be) into a :class:`StorageError` with one sentence."""
+    try:
+        return op()
+    except OSError as err:
+        where = f" {err.filename}" if err.filename else ""
+        raise StorageError(
+            f"Cannot {what}:{where} {err.strerror or err}.".replace(":.", ".")
+        ) from err
+
+
+def _sha256_nofollow(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:
@@ -281,14 +343,3 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _prune_empty(folder: Path) -> None:
-    """Remove the release's staging folders left empty by the moves, innermost first."""
-    if not folder.is_dir():
-        return
-    for dirpath, _dirnames, _files in sorted(os.walk(folder), key=lambda w: -len(w[0])):
-        try:
-            os.rmdir(dirpath)
-        except OSError:
-            continue  # not empty: someone staged more since the plan; leave it

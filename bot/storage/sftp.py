@@ -18,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn, TypeVar
 
@@ -35,8 +35,10 @@ from paramiko.sftp import (
 from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage import freezer, promotion
+from bot.storage.freezer import Entry, Places
 from bot.storage.listing import (
     RELEASE_FOLDER,
     empty_folder,
@@ -47,7 +49,7 @@ from bot.storage.listing import (
 )
 from bot.storage.lock import Holder, SftpLease
 from bot.storage.overlap import folders_overlap, overlap_message
-from bot.storage.promotion import FolderMove, folder_moves, join
+from bot.storage.promotion import Move, Touched, join
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +57,11 @@ T = TypeVar("T")
 Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
 
 _RECONNECT_DELAYS = (0.2, 0.5)  # seconds between connection attempts within one call
+_HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch of files
 _MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
 _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 _CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
+_PRESENT = paramiko.SFTPAttributes()  # "there" for a batch move (only presence matters)
 
 
 class SshRefused(StagingUnreachable):
@@ -74,6 +78,7 @@ class _Connection:
     client: paramiko.SSHClient
     sftp: paramiko.SFTPClient
     exec_allowed: bool | None = None  # probed on first need
+    uid: int | None = None  # the bot's uid on the server, learned on first need
 
     @property
     def alive(self) -> bool:
@@ -109,13 +114,7 @@ class _FileMove:
     target: _Entry
 
 
-@dataclass
-class _Touched:
-    """What a promotion made public, for the permission fix-up."""
-
-    trees: list[str] = field(default_factory=list)  # renamed folders, fixed recursively
-    files: list[str] = field(default_factory=list)
-    folders: set[str] = field(default_factory=set)  # parents of moved files, not recursed
+_Touched = Touched  # the name the crash-injection tests override with
 
 
 class _RejectUnknownHost(paramiko.RejectPolicy):
@@ -363,146 +362,70 @@ class SftpStorage:
 
     # -- promotion -------------------------------------------------------------------------
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
-        """Make the plan's files public, all at once where possible; idempotent.
+    def freeze(self, plan: PublishPlan) -> list[str]:
+        """Move the plan's staged files into the bot's area on the server and hash them
+        there; returns what differs from the plan (see :mod:`bot.storage.freezer`)."""
 
-        Raises :class:`PromotionConflict` before anything moves when a public file has
-        different content, :class:`StorageError` when a planned file is nowhere or not a
-        regular file, :class:`StagingUnreachable` when the connection drops (run it again).
-        """
-        return self._call(f"publish {plan.tag}", lambda conn: self._promote(conn, plan))
+        def op(conn: _Connection) -> list[str]:
+            fs = _SftpFs(self, conn)
+            freezer.freeze(fs, self._places, plan, fresh=True)
+            return freezer.frozen_problems(fs, self._places, plan)
 
-    def _promote(self, conn: _Connection, plan: PublishPlan) -> PromotionReport:
-        root = self._release(plan.tag)
-        entries = self._refuse_conflicts(conn, root, plan)
-        # Decide and make folders first, so the phase in which files become visible holds
-        # nothing but renames and links; removing staged copies and syncing come after it.
-        renames: list[tuple[str, str, FolderMove]] = []
-        singles: list[_FileMove] = []
-        for move in folder_moves(plan):
-            source, target = _inside(root, move.source), _inside(self.public, move.target)
-            leaving = {f.path for _, _, m in renames for f in m.files}
-            if self._lstat(conn, target) is None and self._holds_exactly(
-                conn, source, move, leaving
-            ):
-                self._makedirs(conn, posixpath.dirname(target))
-                renames.append((source, target, move))
-                continue
-            singles += [entries[f.path] for f in move.files]
-        touched = _Touched()
-        for source, target, _ in renames:
-            self._rename(conn, source, target)
-            touched.trees.append(target)
-            touched.folders.update(_parents(posixpath.dirname(target), self.public))
-        moved, already = self._run_batch(conn, singles, touched)
-        self._finish(conn, root, touched)
-        return PromotionReport(tuple(m.target for _, _, m in renames), moved, already)
+        return self._call(f"freeze {plan.tag}", op)
 
-    def _refuse_conflicts(
-        self, conn: _Connection, root: str, plan: PublishPlan
-    ) -> dict[str, _FileMove]:
-        """Check every target before anything moves (one listing per folder involved and
-        one hashing command for targets already public)."""
-        moves: dict[str, _FileMove] = {}
-        folders: dict[str, dict[str, paramiko.SFTPAttributes]] = {}
-        for f in plan.files:
-            source, target = _inside(root, f.path), _inside(self.public, f.target)
-            moves[f.path] = _FileMove(
-                f,
-                _Entry(source, self._peek(conn, folders, source)),
-                _Entry(target, self._peek(conn, folders, target)),
-            )
-        public = [m for m in moves.values() if m.target.present]
-        for m in public:
-            attr = m.target.attr
-            assert attr is not None
-            self._stamps[m.target.path] = (attr.st_size or 0, attr.st_mtime or 0)
-        digests = self._hash(conn, [m.target.path for m in public]) if public else {}
-        for m in moves.values():
-            if m.target.present:
-                if digests[m.target.path] != m.file.sha256:
-                    raise PromotionConflict(
-                        f"{m.file.target} is already public with different content; "
-                        "nothing was moved (remove or rename one of them first)."
-                    )
-            elif not m.source.present:
-                raise StorageError(
-                    f"{m.file.path} is neither in staging nor public; re-run /publish."
+    def thaw(self, plan: PublishPlan) -> list[str]:
+        """Put frozen files back in staging; returns the files that clashed."""
+        return self._call(
+            f"put back {plan.tag}",
+            lambda conn: freezer.thaw(_SftpFs(self, conn), self._places, plan),
+        )
+
+    def in_public(self, plan: PublishPlan) -> list[str]:
+        return self._call(
+            f"look at {self.public}",
+            lambda conn: freezer.targets_in_public(_SftpFs(self, conn), self._places, plan),
+        )
+
+    def verify_public(self, plan: PublishPlan) -> list[str]:
+        return self._call(
+            f"check {self.public}",
+            lambda conn: freezer.public_problems(_SftpFs(self, conn), self._places, plan),
+        )
+
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        """Make the plan's frozen files public (see :func:`bot.storage.promotion.promote`);
+        :class:`StagingUnreachable` when the connection drops (run it again)."""
+        return self._call(
+            f"publish {plan.tag}",
+            lambda conn: promotion.promote(
+                _SftpFs(self, conn),
+                self._places,
+                plan,
+                verified=verified,
+                public_before=public_before,
+            ),
+        )
+
+    @property
+    def _places(self) -> Places:
+        return Places(self.staging, self.public)
+
+    def _run_batch(self, conn: _Connection, moves: list[_FileMove], touched: _Touched) -> bool:
+        """No-clobber moves of single files in one shell command per batch: every link in
+        plan order, then the removal of the frozen copies. False when a batch stopped
+        half-way (a target appeared meanwhile): the promoter then looks at each file again
+        and finishes whatever the batch left."""
+        for script in _move_scripts(moves):
+            status, _out, err = self._exec(conn, script)
+            if status != 0:
+                log.warning(
+                    "Batch move on %s stopped (%s); finishing file by file.",
+                    self.where,
+                    _first_line(err),
                 )
-            elif not m.source.regular:
-                raise StorageError(
-                    f"{m.file.path} is not a regular file (a symlink?); it is never "
-                    "published: replace it with the file itself and re-run /publish."
-                )
-        return moves
-
-    def _holds_exactly(
-        self, conn: _Connection, source: str, move: FolderMove, leaving: set[str]
-    ) -> bool:
-        """Whether the staging folder holds exactly the move's files (so a rename moves
-        nothing unplanned), not counting ``leaving``: inner folders renamed before it."""
-        try:
-            found = self._walk(conn, source, "")
-        except FileNotFoundError:
-            return False
-        present = {join(move.source, path) for path, _ in found} - leaving
-        return present == {f.path for f in move.files}
-
-    def _run_batch(
-        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
-    ) -> tuple[int, int]:
-        """No-clobber moves of single files: every link in plan order, then the removal
-        of the staged copies. Returns (moved, already public).
-
-        With exec: one shell command for the whole batch. Without, or when the batch
-        stopped half-way (a target appeared meanwhile): file by file over SFTP, which
-        looks at each file again and so finishes whatever the batch left.
-        """
-        if not moves:
-            return 0, 0
-        for m in moves:
-            touched.files.append(m.target.path)
-            touched.folders.update(_parents(posixpath.dirname(m.target.path), self.public))
-        if self._exec_allowed(conn):
-            for script in _move_scripts(moves):
-                status, _out, err = self._exec(conn, script)
-                if status != 0:
-                    log.warning(
-                        "Batch move on %s stopped (%s); finishing file by file.",
-                        self.where,
-                        _first_line(err),
-                    )
-                    break
-            else:
-                moved = sum(m.source.present and not m.target.present for m in moves)
-                return moved, len(moves) - moved
-        for folder in dict.fromkeys(posixpath.dirname(m.target.path) for m in moves):
-            self._makedirs(conn, folder)
-        moved = sum(self._link_no_clobber(conn, m) for m in moves)
-        for m in moves:
-            if self._lstat(conn, m.source.path) is not None:
-                self.requests["remove"] += 1
-                conn.sftp.remove(m.source.path)
-        return moved, len(moves) - moved
-
-    def _link_no_clobber(self, conn: _Connection, m: _FileMove) -> bool:
-        """Make the target a second name of the staged file; False when it was already
-        public (a resumed promotion). A different file at the target is never replaced."""
-        if self._lstat(conn, m.source.path) is None:
-            return False
-        try:
-            self._link(conn, m.source.path, m.target.path)
-        except OSError:
-            # The server answers an existing target with a bare "Failure", so look. It
-            # appeared since the conflict check, or a crash hit between link and remove:
-            # fine only if it is the planned content.
-            if not conn.alive or self._lstat(conn, m.target.path) is None:
-                raise
-            if self._hash(conn, [m.target.path], cache=False)[m.target.path] != m.file.sha256:
-                raise PromotionConflict(
-                    f"{m.file.target} appeared in public with different content while publishing."
-                ) from None
-            return False
+                return False
         return True
 
     # The primitive moves, kept apart so tests can inject a crash or a dropped connection.
@@ -517,23 +440,22 @@ class SftpStorage:
         # paramiko has no public call for this OpenSSH extension.
         conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
 
-    def _finish(self, conn: _Connection, root: str, touched: _Touched) -> None:
-        """After the moves, in one command: flush the public folders' new entries, remove
-        the release's staging folders left empty (innermost first) and fix permissions.
-        Failures are logged, not raised: the files are public by now."""
+    def _finish(self, conn: _Connection, touched: _Touched) -> None:
+        """After the moves, in one command: flush the public folders' new entries and fix
+        permissions. Failures are logged, not raised: the files are public by now."""
         if not self._exec_allowed(conn):
-            self._prune_by_sftp(conn, root)
             if self.group is not None:
                 self._fix_modes_by_sftp(conn, touched)
             return
         q = shlex.quote
-        # A folder someone staged more into since the plan stays: that error is expected.
-        commands = [f"if [ -d {q(root)} ]; then find {q(root)} -depth -type d -empty -delete; fi"]
+        commands = []
         folders = {posixpath.dirname(p) for p in [*touched.trees, *touched.files]}
         if folders:
-            commands.insert(0, f"sync -- {' '.join(q(f) for f in sorted(folders))}")
+            commands.append(f"sync -- {' '.join(q(f) for f in sorted(folders))}")
         if self.group is not None:
             commands += self._permission_commands(touched, self.group)
+        if not commands:
+            return
         status, _out, err = self._exec(
             conn, "s=0; " + "".join(f"{c} || s=1; " for c in commands) + "exit $s"
         )
@@ -558,20 +480,6 @@ class SftpStorage:
                 " -exec chmod 775 {} + \\) -o \\( -type f ! -perm 664 -exec chmod 664 {} + \\)",
             ]
         return commands
-
-    def _prune_by_sftp(self, conn: _Connection, root: str) -> None:
-        try:
-            folders = [root, *self._folders(conn, root)]
-        except FileNotFoundError:
-            return
-        for folder in sorted(folders, key=lambda f: -len(f)):
-            try:
-                self.requests["rmdir"] += 1
-                conn.sftp.rmdir(folder)
-            except OSError:
-                if not conn.alive:
-                    raise
-                continue  # not empty: someone staged more since the plan; leave it
 
     def _fix_modes_by_sftp(self, conn: _Connection, touched: _Touched) -> None:
         """Without exec only modes can be fixed (SFTP knows no group names)."""
@@ -630,6 +538,8 @@ class SftpStorage:
             return problems
         if problems:
             return problems
+        if area := freezer.area_problem(_SftpFs(self, conn), self._places):
+            problems.append(area)
         folders = f"{shlex.quote(self.staging)} {shlex.quote(self.public)}"
         status, out, errors = self._exec(
             conn,
@@ -680,12 +590,31 @@ class SftpStorage:
         return result
 
     def _hash_on_server(self, conn: _Connection, paths: list[str]) -> dict[str, str]:
-        """One ``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s:
-        a digest is cached only when the file did not change while it was read."""
-        quoted = " ".join(shlex.quote(p) for p in paths)
-        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        """``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s: a
+        digest is cached only when the file did not change while it was read. Several files
+        are hashed by parallel ``sha256sum`` processes (a release's big installers then take
+        the time of the biggest, not of all), their outputs joined in order."""
+        q = shlex.quote
         self.requests["hash"] += 1
-        status, out, err = self._exec(conn, f"{stamps} && sha256sum -z -- {quoted} && {stamps}")
+        groups = [paths[i::_HASH_PROCESSES] for i in range(min(_HASH_PROCESSES, len(paths)))]
+        paths = [p for group in groups for p in group]  # the order of the joined outputs
+        quoted = " ".join(q(p) for p in paths)
+        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        if len(groups) == 1:
+            hashing = f"sha256sum -z -- {quoted}"
+        else:
+            jobs = [
+                f'sha256sum -z -- {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
+                for i, g in enumerate(groups)
+            ]
+            waits = " && ".join(f"wait $p{i}" for i in range(len(groups)))
+            outputs = " ".join(f'"$t/{i}"' for i in range(len(groups)))
+            hashing = (
+                "{ t=$(mktemp -d) || exit 1; trap 'rm -rf \"$t\"' EXIT; "
+                + "; ".join(jobs)
+                + f"; {waits} && cat {outputs}; }}"
+            )
+        status, out, err = self._exec(conn, f"{stamps} && {hashing} && {stamps}")
         records = out.split(b"\0")
         n = len(paths)
         if status != 0 or len(records) != 3 * n + 1:
@@ -827,21 +756,6 @@ class SftpStorage:
                 inner = posixpath.join(folder, entry.filename)
                 found += [inner, *self._folders(conn, inner)]
         return found
-
-    def _peek(
-        self,
-        conn: _Connection,
-        folders: dict[str, dict[str, paramiko.SFTPAttributes]],
-        path: str,
-    ) -> paramiko.SFTPAttributes | None:
-        """``lstat`` of ``path`` from one listing of its folder, shared across calls."""
-        folder, name = posixpath.split(path)
-        if folder not in folders:
-            try:
-                folders[folder] = {e.filename: e for e in self._listdir(conn, folder)}
-            except FileNotFoundError:
-                folders[folder] = {}
-        return folders[folder].get(name)
 
     def _stat(self, conn: _Connection, path: str) -> paramiko.SFTPAttributes | None:
         """What ``path`` points to (symlinks followed), or None when nothing is there."""
@@ -1029,20 +943,104 @@ def _links(longname: str) -> int:
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
 
 
+class _SftpFs:
+    """The freezer's primitives over one SFTP connection (hashes computed on the server)."""
+
+    def __init__(self, storage: SftpStorage, conn: _Connection) -> None:
+        self.storage = storage
+        self.conn = conn
+
+    def uid(self) -> int:
+        if self.conn.uid is None:
+            if self.storage._exec_allowed(self.conn):
+                status, out, err = self.storage._exec(self.conn, "id -u")
+                if status != 0:
+                    raise StorageError(f"Cannot learn the bot's uid: {_first_line(err)}.")
+                self.conn.uid = int(out.strip())
+            else:  # the login folder is the user's own
+                attr = self.conn.sftp.stat(self.conn.sftp.normalize("."))
+                self.conn.uid = attr.st_uid or 0
+        return self.conn.uid
+
+    def lstat(self, path: str) -> Entry | None:
+        attr = self.storage._lstat(self.conn, path)
+        return None if attr is None else Entry(attr.st_mode or 0, attr.st_uid or 0)
+
+    def listdir(self, path: str) -> dict[str, Entry] | None:
+        try:
+            entries = self.storage._listdir(self.conn, path)
+        except FileNotFoundError:
+            return None
+        return {e.filename: Entry(e.st_mode or 0, e.st_uid or 0) for e in entries}
+
+    def rename(self, source: str, target: str) -> None:
+        self.storage.requests["rename"] += 1
+        self.conn.sftp.rename(source, target)
+
+    def link(self, source: str, target: str) -> None:
+        try:
+            self.storage._link(self.conn, source, target)
+        except OSError:
+            # The server answers an existing target with a bare "Failure": look.
+            if self.conn.alive and self.lstat(target) is not None:
+                raise FileExistsError(target) from None
+            raise
+
+    def rename_public(self, source: str, target: str) -> None:
+        self.storage._rename(self.conn, source, target)
+
+    def link_public(self, source: str, target: str) -> None:
+        try:
+            self.storage._link(self.conn, source, target)
+        except OSError:
+            if self.conn.alive and self.lstat(target) is not None:
+                raise FileExistsError(target) from None
+            raise
+
+    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+        if not self.storage._exec_allowed(self.conn):
+            return False
+        batch = [
+            _FileMove(
+                m.file,
+                _Entry(m.source, _PRESENT if m.source_present else None),
+                _Entry(m.target, _PRESENT if m.target_present else None),
+            )
+            for m in moves
+        ]
+        return self.storage._run_batch(self.conn, batch, touched)
+
+    def finish(self, touched: Touched) -> None:
+        self.storage._finish(self.conn, touched)
+
+    def remove(self, path: str) -> None:
+        self.storage.requests["remove"] += 1
+        self.conn.sftp.remove(path)
+
+    def rmdir(self, path: str) -> bool:
+        try:
+            self.storage.requests["rmdir"] += 1
+            self.conn.sftp.rmdir(path)
+        except OSError:
+            if not self.conn.alive:
+                raise
+            return False
+        return True
+
+    def mkdir(self, path: str, mode: int) -> None:
+        self.storage.requests["mkdir"] += 1
+        self.conn.sftp.mkdir(path, mode)
+        self.conn.sftp.chmod(path, mode)  # not narrowed by the server's umask
+
+    def hash(self, paths: Sequence[str]) -> dict[str, str]:
+        return self.storage._hash(self.conn, paths, cache=False)
+
+
 def _inside(root: str, relative: str) -> str:
     """``root/relative`` on the server, refusing anything that would step outside."""
     if relative.startswith("/") or ".." in relative.split("/"):
         raise StorageError(f"{relative!r} is not a path inside {root}.")
     return posixpath.join(root, relative) if relative else root
-
-
-def _parents(folder: str, stop: str) -> list[str]:
-    """``folder`` and its parents below ``stop`` (exclusive)."""
-    found = []
-    while folder.startswith(stop + "/"):
-        found.append(folder)
-        folder = posixpath.dirname(folder)
-    return found
 
 
 def _move_scripts(moves: list[_FileMove]) -> list[str]:

@@ -148,6 +148,7 @@ async def test_commands_are_synced_to_the_configured_guild_with_the_profiles_rol
             "respin",
             "waive",
             "unwaive",
+            "abort",
             "help",
         ]
     )
