@@ -65,7 +65,7 @@ def test_running_bot_serves_healthz_and_metrics(tmp_path: Path) -> None:
         assert status == 200 and json.loads(body)["status"] == "ok", body
         bot.stdin.write("/status 3.14.1\n")
         bot.stdin.flush()
-        answered = 'relbot_commands_total{command="status"} 1'
+        answered = 'relbot_commands_total{command="status"} 1.0'
         status, metrics = wait_until(
             "the /status to be counted", lambda: metrics_with(port, answered), timeout=20
         )

@@ -134,6 +134,8 @@ def test_relbot_check_says_which_copy_is_in_use_and_how_old(
     tmp_path: Path, server: CycleServer
 ) -> None:
     write_config(tmp_path, server.url)
+    for folder in ("staging", "public"):  # check never creates them
+        (tmp_path / "relbot-data" / folder).mkdir(parents=True)
 
     first = subprocess.run(
         [str(RELBOT), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=60

@@ -115,7 +115,10 @@ def run_until_it_fails(folder: Path, log_format: str) -> tuple[str, str]:
     out, err = Drained(bot.stdout), Drained(bot.stderr)
     wait_until(
         "the bot to fail to reach its services",
-        lambda: bot.poll() is not None or err.has("Failed to connect"),
+        # One line per failed attempt (relbot's backoff), or the SDK's own words.
+        lambda: (
+            bot.poll() is not None or err.has("attempt 1 failed") or err.has("Failed to connect")
+        ),
         timeout=60,
     )
     if bot.poll() is None:
