@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bot import index_publishing
 from bot.config import Config
 from bot.domain import commands as cmd
 from bot.domain.files import Listing, SnapshotFile, changed_since, needs_digest
@@ -30,6 +31,7 @@ from bot.errors import (
     RelbotError,
     StorageError,
 )
+from bot.index_publishing import IndexCheck, IndexInspector
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
@@ -56,6 +58,7 @@ class _Observation:
 
     listing: Listing | None = None
     signatures: tuple[SignatureResult, ...] = ()
+    index: IndexCheck | None = None  # the staged install index, last checked
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
     summary_text: str = ""
@@ -113,6 +116,7 @@ class Gate:
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._health = _Health()
         self.metrics = Metrics()
+        self._index = IndexInspector.for_profile(storage, self.profile)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -404,6 +408,7 @@ class Gate:
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
             readiness = self._readiness(tag, listing, self._seen_listing(tag), state)
+        readiness = await self._check_index(readiness, listing, fresh=True)
         blockers = readiness.blockers
         if self.registry is not None and not blockers:
             try:
@@ -414,7 +419,8 @@ class Gate:
             raise Refusal(f"{tag} cannot be published yet: " + "; ".join(blockers) + ".")
         paths = [f.path for role in readiness.roles for f in role.present]
         digests = await self._digest(tag, listing, paths, fresh=fresh)
-        return make_plan(self.profile, readiness, listing, digests)
+        index = self._observation(tag).index
+        return make_plan(self.profile, readiness, listing, digests, index.live if index else None)
 
     async def _run_pipeline(self, state: ReleaseState) -> None:
         """promote → register → purge → announce, each step journaled and idempotent, so a
@@ -422,7 +428,7 @@ class Gate:
         retried on every scan; the channel hears of each new reason once."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
-        for step in PIPELINE:
+        for step in index_publishing.pipeline_for(plan, PIPELINE):
             if step in state.steps_done:
                 continue
             self.store.append(tag, BOT, EventKind.STEP_STARTED, step=step)
@@ -448,15 +454,20 @@ class Gate:
         )
         self.metrics.publishes += 1
         self._seen.pop(str(tag), None)
+        if self._index is not None:
+            self._index.forget()  # the live index may have changed: judge others afresh
         await self._refresh(tag)
 
     async def _step(self, step: str, plan: PublishPlan, state: ReleaseState) -> str:
         if step == "promote":
-            report = await asyncio.to_thread(self.storage.promote, plan)
+            await asyncio.to_thread(index_publishing.set_aside, self.storage, plan)
+            report = await asyncio.to_thread(self.storage.promote, plan.promoted)
             return (
                 f"{len(report.renamed)} folders renamed, {report.moved} files moved, "
                 f"{report.already} already public"
             )
+        if step == index_publishing.INDEX_STEP:
+            return await asyncio.to_thread(index_publishing.swap, self.storage, plan)
         if step == "register":
             if self.registry is None:
                 return "no release database configured"
@@ -495,7 +506,7 @@ class Gate:
             previous, listing = listing, await self._list(tag)
         self._observation(tag).listing = listing
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
-        return readiness, listing
+        return await self._check_index(readiness, listing), listing
 
     async def _list(self, tag: ReleaseTag) -> Listing:
         listing = await asyncio.to_thread(self.storage.list_staging, tag)
@@ -519,11 +530,25 @@ class Gate:
             withdrawals=state.withdrawals,
             holds=tuple(state.holds.values()),
         )
+        index = self._observation(tag).index
         return replace(
             readiness,
             signatures=self._observation(tag).signatures,
             signatures_required=self._require_signatures,
+            install_index=index.verdict if index else None,
         )
+
+    async def _check_index(
+        self, readiness: Readiness, listing: Listing, *, fresh: bool = False
+    ) -> Readiness:
+        """Judge the staged install index against the live one (bot/index_publishing.py)."""
+        if self._index is None:
+            return readiness
+        check = await asyncio.to_thread(
+            functools.partial(self._index.check, readiness.tag, listing, fresh=fresh)
+        )
+        self._observation(readiness.tag).index = check
+        return replace(readiness, install_index=check.verdict if check else None)
 
     async def _check_signatures(self, readiness: Readiness) -> Readiness:
         """Verify ``FILE.sigstore`` of every required file present (cached: a bundle is read
@@ -611,6 +636,7 @@ class Gate:
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
+        readiness = await self._check_index(readiness, listing)
         await self._refresh_summary(readiness, state)
 
     async def open_tags(self) -> list[ReleaseTag]:

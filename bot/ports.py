@@ -61,6 +61,25 @@ class Storage(Protocol):
         """A small staged file (a signature bundle), whole; StorageError past ``limit`` bytes."""
         ...
 
+    # Files that replace live ones (the install index), published after promotion. Each
+    # raises StorageError with a sentence; files are small and read whole.
+    def read_public(self, path: str, limit: int) -> bytes | None:
+        """A small file under the public root (``index-windows.json``), or None if absent."""
+        ...
+
+    def set_aside(self, tag: ReleaseTag, path: str) -> None:
+        """Move a staged file out of the release's folder into the bot's aside folder (so
+        promotion and later uploads leave it alone); nothing when it is not staged."""
+        ...
+
+    def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
+        """A file set aside, whole, or None if it is not there."""
+        ...
+
+    def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
+        """Replace the public ``target`` with the file set aside by ONE atomic rename."""
+        ...
+
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages (``/srv/staging/3.14.1/``)."""
         ...

@@ -11,6 +11,7 @@ from bot.domain.files import Listing, StagedFile
 from bot.domain.profile import FileKind, Profile
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.windows_index import IndexVerdict
 
 
 class FileStatus(StrEnum):
@@ -66,6 +67,7 @@ class Readiness:
     holds: tuple[Hold, ...] = ()
     signatures: tuple[SignatureResult, ...] = ()  # one per required file, when checked
     signatures_required: bool = False
+    install_index: IndexVerdict | None = None  # the staged install index, when checked
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -83,6 +85,8 @@ class Readiness:
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
         if self.signatures_required:
             found += [f"signature of {s.describe()}" for s in self.unsigned]
+        if self.install_index is not None:
+            found += self.install_index.blockers
         return found
 
     @property

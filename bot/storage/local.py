@@ -12,6 +12,7 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage.aside import ASIDE_FOLDER
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 
@@ -165,6 +166,44 @@ class LocalStorage:
     def _link(self, source: Path, target: Path) -> None:
         os.link(source, target)
 
+    # -- files that replace live ones (the install index) ------------------------------------
+
+    def read_public(self, path: str, limit: int) -> bytes | None:
+        return _read_small(_inside(self.public, path), limit)
+
+    def set_aside(self, tag: ReleaseTag, path: str) -> None:
+        source = _inside(self.staging / str(tag), path)
+        target = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
+        try:
+            if not source.is_file() or source.is_symlink():
+                if source.exists() or source.is_symlink():
+                    raise StorageError(f"{path} is not a regular file; it is never published.")
+                return
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            _fsync_dir(target.parent)
+        except OSError as err:
+            raise StorageError(
+                f"Cannot set {path} aside in {target.parent}: {err.strerror}."
+            ) from err
+
+    def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
+        return _read_small(_inside(self.staging / ASIDE_FOLDER / str(tag), path), limit)
+
+    def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
+        source = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
+        live = _inside(self.public, target)
+        try:
+            live.parent.mkdir(parents=True, exist_ok=True)
+            self._replace(source, live)
+            _fsync_dir(live.parent)
+        except OSError as err:
+            raise StorageError(f"Cannot replace {live} with {path}: {err.strerror}.") from err
+        _prune_empty(source.parent)
+
+    def _replace(self, source: Path, target: Path) -> None:
+        os.replace(source, target)  # rename(2): readers see the old file or the new, whole
+
 
 def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:
     """One ``scandir`` per folder; symlinks are reported, never followed."""
@@ -186,6 +225,23 @@ def _inside(root: Path, relative: str) -> Path:
     if ".." in Path(relative).parts or Path(relative).is_absolute():
         raise StorageError(f"{relative!r} is not a path inside {root}.")
     return path
+
+
+def _read_small(path: Path, limit: int) -> bytes | None:
+    """A small file whole, or None when absent; StorageError when it is not a regular file
+    or larger than ``limit`` bytes."""
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise StorageError(f"{path} is not a regular file.")
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise StorageError(f"Cannot read {path}: {err.strerror}.") from err
+    if len(data) > limit:
+        raise StorageError(f"{path} is larger than {limit:,} bytes.")
+    return data
 
 
 def _sha256(path: Path) -> str:

@@ -28,6 +28,7 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage.aside import ASIDE_FOLDER
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 log = logging.getLogger(__name__)
@@ -422,6 +423,68 @@ class SftpStorage:
         self.requests["hardlink"] += 1
         # paramiko has no public call for this OpenSSH extension.
         conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
+
+    # -- files that replace live ones (the install index) ------------------------------------
+
+    def read_public(self, path: str, limit: int) -> bytes | None:
+        """A small file under the public root, whole, or None when absent."""
+        full = _inside(self.public, path)
+        return self._call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
+
+    def set_aside(self, tag: ReleaseTag, path: str) -> None:
+        """Move a staged file to the bot's aside folder (replacing an older copy there);
+        nothing when it is not staged."""
+        source = _inside(self._release(tag), path)
+        target = _inside(self._aside(tag), path)
+
+        def op(conn: _Connection) -> None:
+            attr = self._lstat(conn, source)
+            if attr is None:
+                return
+            if not stat.S_ISREG(attr.st_mode or 0):
+                raise StorageError(f"{path} is not a regular file; it is never published.")
+            self._makedirs(conn, posixpath.dirname(target))
+            self.requests["rename"] += 1
+            conn.sftp.posix_rename(source, target)
+
+        self._call(f"set {source} aside", op)
+
+    def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
+        full = _inside(self._aside(tag), path)
+        return self._call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
+
+    def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
+        """Replace the public ``target`` with the file set aside, by one ``posix-rename``
+        (rename(2) on the server: readers see the old file or the new one, whole)."""
+        source, live = _inside(self._aside(tag), path), _inside(self.public, target)
+
+        def op(conn: _Connection) -> None:
+            self._makedirs(conn, posixpath.dirname(live))
+            self._replace(conn, source, live)
+            touched = _Touched(files=[live])
+            self._finish(conn, self._aside(tag), touched)
+
+        self._call(f"replace {live}", op)
+
+    def _replace(self, conn: _Connection, source: str, target: str) -> None:
+        self.requests["rename"] += 1
+        conn.sftp.posix_rename(source, target)
+
+    def _read_small(self, conn: _Connection, path: str, limit: int) -> bytes | None:
+        attr = self._lstat(conn, path)
+        if attr is None:
+            return None
+        if not stat.S_ISREG(attr.st_mode or 0):
+            raise StorageError(f"{path} on {self.where} is not a regular file.")
+        self.requests["read"] += 1
+        with conn.sftp.open(path, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise StorageError(f"{path} on {self.where} is larger than {limit:,} bytes.")
+        return data
+
+    def _aside(self, tag: ReleaseTag) -> str:
+        return posixpath.join(self.staging, ASIDE_FOLDER, str(tag))
 
     def _finish(self, conn: _Connection, root: str, touched: _Touched) -> None:
         """After the moves, in one command: flush the public folders' new entries, remove
