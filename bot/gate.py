@@ -479,7 +479,8 @@ class Gate:
         if step == "purge":
             if self.purger is None:
                 return "no CDN configured"
-            purged = await asyncio.to_thread(self.purger.purge, plan.tag)
+            replaced = [f.target for f in plan.replacements]  # the install index
+            purged = await asyncio.to_thread(self.purger.purge, plan.tag, replaced)
             if purged.failed:
                 failed = "; ".join(str(f) for f in purged.failed[:5])
                 await self._notice(

@@ -152,7 +152,10 @@ class Purger(Protocol):
     """Purges a CDN's copies of a release's pages. Blocking; failures are reported in the
     outcome, never raised (a publish is never undone for a stale cache)."""
 
-    def purge(self, tag: ReleaseTag) -> PurgeOutcome: ...
+    def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeOutcome:
+        """Purge ``tag``'s pages, and the public paths a publish ``replaced`` (with their
+        folder)."""
+        ...
 
 
 __all__ = [
