@@ -461,7 +461,11 @@ class Gate:
     async def _step(self, step: str, plan: PublishPlan, state: ReleaseState) -> str:
         if step == "promote":
             await asyncio.to_thread(index_publishing.set_aside, self.storage, plan)
-            report = await asyncio.to_thread(self.storage.promote, plan.promoted)
+            try:
+                report = await asyncio.to_thread(self.storage.promote, plan.promoted)
+            except PromotionConflict:  # nothing moved: the index goes back to staging too
+                await asyncio.to_thread(index_publishing.put_back, self.storage, plan)
+                raise
             return (
                 f"{len(report.renamed)} folders renamed, {report.moved} files moved, "
                 f"{report.already} already public"
@@ -729,7 +733,13 @@ def _plan_difference(old: PublishPlan, new: PublishPlan) -> str:
     after = {f.path: f for f in new.files}
     changes = [f"{p} added" for p in after.keys() - before.keys()]
     changes += [f"{p} removed" for p in before.keys() - after.keys()]
-    changes += [f"{p} changed" for p in before.keys() & after.keys() if before[p] != after[p]]
+    changes += [
+        f"the live {after[p].target} changed"
+        if before[p].replaces != after[p].replaces
+        else f"{p} changed"
+        for p in before.keys() & after.keys()
+        if before[p] != after[p]
+    ]
     return ", ".join(sorted(changes)) or "files changed"
 
 

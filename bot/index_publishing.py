@@ -123,6 +123,12 @@ def set_aside(storage: Storage, plan: PublishPlan) -> None:
             storage.set_aside(plan.tag, f.path)
 
 
+def put_back(storage: Storage, plan: PublishPlan) -> None:
+    """Return the files set aside to staging: the publish stopped before anything moved."""
+    for f in plan.replacements:
+        storage.put_back(plan.tag, f.path)
+
+
 def swap(storage: Storage, plan: PublishPlan) -> str:
     """Replace each live file of ``plan.replacements`` (the index, then its catalog) by one
     atomic rename, if it is still what the plan recorded; returns what was done.

@@ -72,6 +72,11 @@ class Storage(Protocol):
         promotion and later uploads leave it alone); nothing when it is not staged."""
         ...
 
+    def put_back(self, tag: ReleaseTag, path: str) -> None:
+        """Undo :meth:`set_aside` (a publish stopped before anything moved); a file staged
+        since under the same name is kept, never replaced."""
+        ...
+
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
         """A file set aside, whole, or None if it is not there."""
         ...

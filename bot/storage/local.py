@@ -187,6 +187,23 @@ class LocalStorage:
                 f"Cannot set {path} aside in {target.parent}: {err.strerror}."
             ) from err
 
+    def put_back(self, tag: ReleaseTag, path: str) -> None:
+        source = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
+        target = _inside(self.staging / str(tag), path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(source, target)  # no clobber: a newer upload stays
+            source.unlink()
+        except FileNotFoundError:
+            return  # nothing set aside
+        except FileExistsError:
+            return
+        except OSError as err:
+            raise StorageError(
+                f"Cannot put {path} back in {target.parent}: {err.strerror}."
+            ) from err
+        _prune_empty(source.parent)
+
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
         return _read_small(_inside(self.staging / ASIDE_FOLDER / str(tag), path), limit)
 

@@ -449,6 +449,21 @@ class SftpStorage:
 
         self._call(f"set {source} aside", op)
 
+    def put_back(self, tag: ReleaseTag, path: str) -> None:
+        """Move a file set aside back into the release's staging folder; a file staged
+        since under that name is kept (SFTP's rename refuses an existing target)."""
+        source, target = _inside(self._aside(tag), path), _inside(self._release(tag), path)
+
+        def op(conn: _Connection) -> None:
+            if self._lstat(conn, source) is None or self._lstat(conn, target) is not None:
+                return
+            self._makedirs(conn, posixpath.dirname(target))
+            self.requests["rename"] += 1
+            conn.sftp.rename(source, target)
+            self._prune_by_sftp(conn, self._aside(tag))  # the aside folder, once empty
+
+        self._call(f"put {source} back", op)
+
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
         full = _inside(self._aside(tag), path)
         return self._call(f"read {full}", lambda conn: self._read_small(conn, full, limit))

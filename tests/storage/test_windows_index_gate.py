@@ -289,3 +289,45 @@ async def test_the_index_published_is_the_confirmed_one_whatever_staging_does_af
     assert json.loads((world.staging / "3.14.0rc1" / "index-windows.json").read_bytes()) == {
         "versions": []
     }  # the late upload stays in staging, unpublished
+
+
+async def test_a_live_index_rewritten_with_the_same_installs_still_refuses_the_code(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    world = world_on(tmp_path, make_storage)
+    before = publish_live(world, *LIVE_VERSIONS)
+    stage_release(world, "3.14.1", *LIVE_VERSIONS)
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    rewritten = json.dumps(json.loads(before), indent=1).encode()  # same installs, new bytes
+    (world.public / "index-windows.json").write_bytes(rewritten)
+    refused = await world.say("hugo", line)
+    assert refused.private
+    assert "(the live index-windows.json changed); nothing was published" in refused.text
+    assert live(world)[0] == rewritten
+
+
+async def test_a_publish_stopped_before_anything_moved_puts_the_index_back_in_staging(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    world = world_on(tmp_path, make_storage)
+    before = publish_live(world, *LIVE_VERSIONS)
+    staged = stage_release(world, "3.14.1", *LIVE_VERSIONS)
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    (world.public / "3.14.1").mkdir()
+    (world.public / "3.14.1" / "python-3.14.1.exe").write_text("someone else's")
+    reply = await world.say("hugo", line)
+    assert reply.private
+    assert any("stopped before anything moved" in n for n in world.chat.texts(ChannelKind.NOTICE))
+    assert (world.staging / "3.14.1" / "index-windows.json").read_bytes() == staged
+    assert (world.staging / "3.14.1" / "index-windows.json.cat").read_bytes() == (
+        catalog_bytes(staged)
+    )
+    assert not (world.staging / ASIDE_FOLDER / "3.14.1").exists()
+    assert live(world)[0] == before
+
+    (world.public / "3.14.1" / "python-3.14.1.exe").unlink()
+    reply = await world.say("hugo", await world.plan("3.14.1"))
+    assert not reply.private, reply.text
+    assert live(world)[0] == staged
