@@ -145,3 +145,18 @@ def test_a_profile_with_a_wrong_install_index_table_names_the_key() -> None:
             IndexRules.from_profile(profile)
     without = Profile(ProfileSpec.model_validate({**base, "install_index": {}}))
     assert IndexRules.from_profile(without) is None
+
+
+def test_a_plan_records_the_live_copy_it_replaces_and_is_bound_to_it() -> None:
+    from bot.domain.history import plan_from_json, plan_to_json
+    from bot.domain.plan import PlanFile, PublishPlan
+
+    exe = PlanFile("python-3.14.2.exe", "3.14.2/python-3.14.2.exe", "windows", 3, "e" * 64)
+    index = PlanFile("index-windows.json", "index-windows.json", "windows", 5, "a" * 64, "b" * 64)
+    plan = PublishPlan(TAG, (exe, index))
+    assert plan.replacements == (index,) and plan.promoted.files == (exe,)
+    assert plan_from_json(TAG, plan_to_json(plan)) == plan
+    moved = PublishPlan(TAG, (exe, PlanFile(*[*vars(index).values()][:5], "c" * 64)))
+    assert moved.digest != plan.digest  # another live copy: another confirmation
+    # A plan replacing nothing keeps the digest and the JSON it always had.
+    assert "replaces" not in plan_to_json(PublishPlan(TAG, (exe,)))["files"][0]
