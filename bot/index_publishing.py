@@ -19,7 +19,7 @@ from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.domain.windows_index import ABSENT, MAX_INDEX, IndexRules, IndexVerdict, judge_index
-from bot.errors import StorageError
+from bot.errors import StagingUnreachable, StorageError
 from bot.ports import Storage
 
 INDEX_STEP = "index"
@@ -85,6 +85,18 @@ class IndexInspector:
         cached = self._cache.get(str(tag))
         if not fresh and cached is not None and cached[0] == stamp:
             return cached[1]
+        try:
+            check = self._read_and_judge(tag, listing)
+        except StagingUnreachable:
+            raise
+        except StorageError as err:  # not a regular file, too large: a reason, not an outage
+            reason = str(err).rstrip(".")
+            check = IndexCheck(IndexVerdict(True, (f"{rules.file} cannot be checked: {reason}",)))
+        self._cache[str(tag)] = (stamp, check)
+        return check
+
+    def _read_and_judge(self, tag: ReleaseTag, listing: Listing) -> IndexCheck:
+        rules, manifest_name = self.rules, self.rules.manifest_name(tag)
         index = self._staged(tag, listing, rules.file)
         live = self.storage.read_public(rules.file, MAX_INDEX)
         manifest = self._staged(tag, listing, manifest_name)
@@ -100,9 +112,7 @@ class IndexInspector:
             manifest=manifest,
         )
         catalog = self.storage.read_public(rules.catalog, MAX_INDEX)
-        check = IndexCheck(verdict, {rules.file: sha256(live), rules.catalog: sha256(catalog)})
-        self._cache[str(tag)] = (stamp, check)
-        return check
+        return IndexCheck(verdict, {rules.file: sha256(live), rules.catalog: sha256(catalog)})
 
     def forget(self) -> None:
         """Drop every cached verdict (after a publish, the live index may have changed)."""

@@ -331,3 +331,18 @@ async def test_a_publish_stopped_before_anything_moved_puts_the_index_back_in_st
     reply = await world.say("hugo", await world.plan("3.14.1"))
     assert not reply.private, reply.text
     assert live(world)[0] == staged
+
+
+async def test_a_live_index_that_is_not_a_file_blocks_with_the_reason_not_an_outage(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    world = world_on(tmp_path, make_storage)
+    (world.public / "index-windows.json").mkdir(parents=True)
+    stage_release(world, "3.14.1", *LIVE_VERSIONS)
+    await world.ready_all("3.14.1")
+    refused = await world.say("hugo", "/publish 3.14.1")
+    assert refused.private
+    assert "index-windows.json cannot be checked:" in refused.text
+    assert "not a regular file" in refused.text
+    await world.gate.scan()
+    assert not any("Cannot scan" in n for n in world.chat.texts(ChannelKind.NOTICE))
