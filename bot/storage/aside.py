@@ -11,3 +11,4 @@ release tag, so scans and listings never look at it.
 from __future__ import annotations
 
 ASIDE_FOLDER = ".relbot-aside"  # staging/.relbot-aside/TAG/NAME
+ASIDE_MODE = 0o700  # only the bot's account may enter it: uploaders cannot swap a file there

@@ -12,7 +12,7 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
-from bot.storage.aside import ASIDE_FOLDER
+from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 
@@ -179,6 +179,10 @@ class LocalStorage:
                 if source.exists() or source.is_symlink():
                     raise StorageError(f"{path} is not a regular file; it is never published.")
                 return
+            aside = self.staging / ASIDE_FOLDER
+            if not aside.is_dir():
+                aside.mkdir(mode=ASIDE_MODE)
+                aside.chmod(ASIDE_MODE)  # not narrowed by the umask
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
             _fsync_dir(target.parent)

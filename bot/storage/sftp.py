@@ -28,7 +28,7 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
-from bot.storage.aside import ASIDE_FOLDER
+from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 log = logging.getLogger(__name__)
@@ -443,6 +443,11 @@ class SftpStorage:
                 return
             if not stat.S_ISREG(attr.st_mode or 0):
                 raise StorageError(f"{path} is not a regular file; it is never published.")
+            aside = posixpath.join(self.staging, ASIDE_FOLDER)
+            if self._lstat(conn, aside) is None:
+                self.requests["mkdir"] += 1
+                conn.sftp.mkdir(aside, ASIDE_MODE)
+                conn.sftp.chmod(aside, ASIDE_MODE)  # not narrowed by the server's umask
             self._makedirs(conn, posixpath.dirname(target))
             self.requests["rename"] += 1
             conn.sftp.posix_rename(source, target)

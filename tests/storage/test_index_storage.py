@@ -88,3 +88,9 @@ def test_replace_public_creates_the_first_live_file(backend: Backend) -> None:
     storage.set_aside(TAG, NAME)
     storage.replace_public(TAG, NAME, NAME)
     assert (backend.public / NAME).read_bytes() == b"first index"
+
+
+def test_the_aside_folder_is_the_bots_alone(backend: Backend) -> None:
+    backend.write("3.14.1", NAME, "confirmed")
+    backend.make().set_aside(TAG, NAME)
+    assert (backend.staging / ASIDE_FOLDER).stat().st_mode & 0o777 == 0o700
