@@ -448,11 +448,17 @@ class DiscordPlatform:
         async def respin(interaction: discord.Interaction[Any], tag: str) -> None:
             await run(interaction, f"/respin {tag}")
 
+        @app_commands.command(description="Release manager: cancel a publish not yet public")
+        @app_commands.describe(tag="release tag")
+        @app_commands.autocomplete(tag=tags)
+        async def abort(interaction: discord.Interaction[Any], tag: str) -> None:
+            await run(interaction, f"/abort {tag}")
+
         @app_commands.command(name="help", description="relbot's commands, with examples")
         async def help_(interaction: discord.Interaction[Any]) -> None:
             await run(interaction, "/help")
 
-        return [ready, unready, status, hold, unhold, publish, respin, help_]
+        return [ready, unready, status, hold, unhold, publish, respin, abort, help_]
 
 
 def _clip(text: str, limit: int) -> str:

@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "/unhold": "/unhold",
     "/publish": "/publish",
     "/respin": "/respin",
+    "/abort": "/abort",
     "/relbot-help": "/help",
 }
 # Answers to questions stay with whoever asked; changes are shown to the channel.

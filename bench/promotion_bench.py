@@ -1,12 +1,14 @@
 """Storage benchmark: local folders vs SFTP to a loopback OpenSSH server it starts itself.
 
-    .venv/bin/python bench/promotion_bench.py [--runs 5] [--hash-mb 200]
+    .venv/bin/python bench/promotion_bench.py [--runs 5] [--hash-mb 200] [--real-size-gb 1.5]
 
 Measures, for a realistic 60-file CPython release (names shaped like
 ``tests/data/cpython-3.14.0-ftp-listing.txt``, small files):
-- promotion: total time, and the first-to-last visibility window as seen by a SEPARATE
-  observer process listing the public ``X.Y.Z/`` folder in a tight loop, when that folder
-  is absent (one rename) and when it exists (the per-file batch);
+- confirm → public as storage sees it: the freeze (into the bot's area, hashed there), the
+  promotion from the area, the check of the public files; total time, and the first-to-last
+  visibility window as seen by a SEPARATE observer process listing the public ``X.Y.Z/``
+  folder in a tight loop, when that folder is absent (one rename) and when it exists (the
+  per-file batch); ``--real-size-gb`` adds one SFTP run of a release that big;
 - a steady-state scan of 6 open releases: time and round trips;
 - hashing a large file on the server (``sha256sum`` over exec) vs by download (SFTP only).
 Prints tables; not a test. Everything lives in a temporary folder removed at the end.
@@ -37,7 +39,8 @@ from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
 
 PROFILE = load_profile("cpython")
-OBSERVE_SECONDS = 30  # an observer gives up after this long
+OBSERVE_SECONDS = 120
+STAGES = ("freeze", "promote", "verify")  # an observer gives up after this long
 
 
 def release_files(tag: str) -> list[str]:
@@ -59,12 +62,25 @@ def release_files(tag: str) -> list[str]:
     return names[:60]
 
 
-def stage(staging: Path, tag: str) -> list[str]:
+SIDECARS = (".crt", ".sig", ".sigstore", ".spdx.json")
+
+
+def stage(staging: Path, tag: str, total_bytes: int = 0) -> list[str]:
+    """The 60 files; small ones, or artifacts sharing ``total_bytes`` (sidecars stay small)."""
     names = release_files(tag)
+    artifacts = [n for n in names if not n.endswith(SIDECARS)]
+    block = os.urandom(1 << 20)
     for name in names:
         path = staging / tag / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(f"{tag} {name}\n".encode() * 64)
+        if not total_bytes or name not in artifacts:
+            path.write_bytes(f"{tag} {name}\n".encode() * 64)
+            continue
+        size = total_bytes // len(artifacts)
+        with path.open("wb") as f:
+            f.write(name.encode())  # every file distinct
+            for _ in range(size // len(block)):
+                f.write(block)
     return names
 
 
@@ -108,15 +124,17 @@ def observe(folder: str, expected: int, ready: Any, out: Any) -> None:
 
 
 def promote_observed(
-    make: Callable[[], Storage], staging: Path, public: Path, existing: bool
+    make: Callable[[], Storage], staging: Path, public: Path, existing: bool, total_bytes: int = 0
 ) -> dict[str, float]:
+    """What a confirmation does to storage, timed: the freeze (move into the bot's area and
+    hash there), the promotion from the area, the check of what is public."""
     tag = "3.14.0"
     if existing:  # rc3 is public already: the folder exists, files go one by one
         for name in stage(staging, "3.14.0rc3"):
             target = public / "3.14.0" / name
             target.parent.mkdir(parents=True, exist_ok=True)
             (staging / "3.14.0rc3" / name).rename(target)
-    names = stage(staging, tag)
+    names = stage(staging, tag, total_bytes)
     plan = plan_for(staging, tag, names)
     storage = make()
     storage.check()  # connect (and probe) before the clock starts: a warm bot
@@ -127,8 +145,13 @@ def promote_observed(
     ready.wait(OBSERVE_SECONDS)
     requests = dict(getattr(storage, "requests", {}))
     t0 = time.perf_counter_ns()
-    report = storage.promote(plan)
+    problems = storage.freeze(plan)
+    t_frozen = time.perf_counter_ns()
+    report = storage.promote(plan, verified=True)
+    t_promoted = time.perf_counter_ns()
+    problems += storage.verify_public(plan)
     t1 = time.perf_counter_ns()
+    assert not problems, problems
     first, last, loop = out.get(timeout=OBSERVE_SECONDS + 5)
     watcher.join()
     if first is None or last is None:
@@ -139,6 +162,9 @@ def promote_observed(
         close()
     assert (report.renamed != ()) == (not existing)
     return {
+        "freeze": (t_frozen - t0) / 1e6,
+        "promote": (t_promoted - t_frozen) / 1e6,
+        "verify": (t1 - t_promoted) / 1e6,
         "total": (t1 - t0) / 1e6,
         "window": (last - first) / 1e6,
         "loop": loop / 1e6,
@@ -171,6 +197,7 @@ def bench_promotion(
 
                 results.append(promote_observed(make, staging, public, existing))
             merged = {
+                **{k: statistics.median(r[k] for r in results) for k in STAGES},
                 "total": statistics.median(r["total"] for r in results),
                 "window": statistics.median(r["window"] for r in results),
                 "window_max": max(r["window"] for r in results),
@@ -244,10 +271,32 @@ def bench_hashing(
     return rows
 
 
+def bench_real_size(root: Path, server: SshServer, gigabytes: float) -> None:
+    """Once: a release of real size (60 files, ``gigabytes`` in all) over SFTP."""
+    run = root / "real-size"
+    staging, public = run / "staging", run / "public"
+    staging.mkdir(parents=True)
+    public.mkdir()
+    r = promote_observed(
+        lambda: sftp_storage(server, staging, public),
+        staging,
+        public,
+        False,
+        int(gigabytes * 1e9),
+    )
+    print(f"\nConfirm → public over SFTP, 60 files, {gigabytes} GB in all (one run)")
+    print(
+        " ".join(f"{k} {r[k]:.0f} ms;" for k in (*STAGES, "total")), f"window {r['window']:.2f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--hash-mb", type=int, default=200)
+    parser.add_argument(
+        "--real-size-gb", type=float, default=0, help="also one run of a release this big"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="relbot-bench-") as tmp:
         root = Path(tmp)
@@ -261,6 +310,8 @@ def main() -> None:
             promotion = bench_promotion(root, server, args.runs)
             scan = bench_scan(root, server, args.runs)
             hashing = bench_hashing(root, server, sftp_only, args.hash_mb, max(1, args.runs // 2))
+            if args.real_size_gb:
+                bench_real_size(root, server, args.real_size_gb)
         finally:
             server.stop()
             sftp_only.stop()
@@ -269,12 +320,13 @@ def main() -> None:
         f"Promotion of a 60-file release (median of {args.runs}; window seen by a separate process)"
     )
     print(
-        f"{'backend':8} {'public X.Y.Z/':18} {'total ms':>9} {'window ms':>10} {'max':>7}"
-        f" {'loop ms':>8} {'trips':>6}"
+        f"{'backend':8} {'public X.Y.Z/':18} {'freeze':>7} {'promote':>8} {'verify':>7}"
+        f" {'total ms':>9} {'window ms':>10} {'max':>7} {'loop ms':>8} {'trips':>6}"
     )
     for backend, case, r in promotion:
         print(
-            f"{backend:8} {case:18} {r['total']:9.1f} {r['window']:10.2f} {r['window_max']:7.2f}"
+            f"{backend:8} {case:18} {r['freeze']:7.1f} {r['promote']:8.1f} {r['verify']:7.1f}"
+            f" {r['total']:9.1f} {r['window']:10.2f} {r['window_max']:7.2f}"
             f" {r['loop']:8.3f} {r['trips']:6.0f}"
         )
     print("\nScan of 6 open releases (60 files each: 6 x 2 folders)")

@@ -22,7 +22,13 @@ class StagingUnreachable(StorageError):
 
 
 class PromotionConflict(StorageError):
-    """A public file exists with content different from the file about to be promoted."""
+    """A public file exists with content different from the file about to be promoted.
+
+    ``moved`` tells whether this promotion had already made some files public."""
+
+    def __init__(self, message: str, *, moved: bool = False) -> None:
+        super().__init__(message)
+        self.moved = moved
 
 
 class StateLocked(RelbotError):

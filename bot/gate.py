@@ -8,6 +8,7 @@ serialized by a per-release lock; storage, signature and registry calls run in w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
@@ -34,6 +35,7 @@ from bot.errors import (
 from bot.index_publishing import IndexCheck, IndexInspector
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
+from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal, listing, public_folders
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
 from bot.state import StateStore
@@ -112,6 +114,7 @@ class Gate:
         self._settle = settle_seconds
         self._new_code = code_factory
         self._locks: dict[str, asyncio.Lock] = {}
+        self._public_locks: dict[str, asyncio.Lock] = {}  # per public folder: one promotion
         self._seen: dict[str, _Observation] = {}
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._health = _Health()
@@ -185,10 +188,11 @@ class Gate:
         """Finish publishes that a crash or an outage interrupted (the journal says where)."""
         for tag in self.store.open_tags():
             state = self.store.release(tag)
-            if state.publishing is not None and not state.is_published:
+            if state.publishing is not None and not state.is_published and not state.holds:
                 async with self._lock(tag):
                     state = self.store.release(tag)
-                    if state.publishing is not None and not state.is_published:
+                    # A hold pauses a stuck publish: nothing more becomes public until /unhold.
+                    if state.publishing is not None and not state.is_published and not state.holds:
                         await self._run_pipeline(state)
 
     # -- commands ----------------------------------------------------------------------------
@@ -207,8 +211,8 @@ class Gate:
                 f"{tag} is already published (by {state.published_by} at "
                 f"{when(state.published_at)}); nothing to change."
             )
-        if state.publishing is not None:
-            raise Refusal(f"{tag} is being published right now; wait for the announcement.")
+        if state.publishing is not None and not isinstance(command, ALLOWED_WHILE_PUBLISHING):
+            raise Refusal(busy_refusal(tag, self._observation(tag).pipeline_trouble))
         match command:
             case cmd.Ready():
                 return await self._ready(person, command, state)
@@ -224,6 +228,8 @@ class Gate:
                 return await self._confirm(person, command, state)
             case cmd.Respin():
                 return await self._respin(person, tag, state)
+            case cmd.Abort():
+                return await self._abort(person, tag, state)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _ready(self, person: str, command: cmd.Ready, state: ReleaseState) -> Reply:
@@ -338,14 +344,24 @@ class Gate:
             )
         if self._clock() > offer.expires_at:
             raise Refusal(f"That confirmation code expired at {when(offer.expires_at)}; {again}.")
-        plan = await self._publishable_plan(tag, state, fresh=True)
+        plan = await self._publishable_plan(tag, state)
         if plan.digest != offer.plan.digest:
             changed = _plan_difference(offer.plan, plan)
             raise Refusal(
                 f"Staging changed since the plan ({changed}); nothing was published, {again}."
             )
-        self.store.append(tag, person, EventKind.CONFIRMED, code_hash=code_hash, digest=plan.digest)
-        await self._run_pipeline(self.store.release(tag))
+        # Journal the confirmation first: from here on, every resume pins to this plan.
+        before = await asyncio.to_thread(self.storage.in_public, plan)
+        self.store.append(
+            tag,
+            person,
+            EventKind.CONFIRMED,
+            code_hash=code_hash,
+            digest=plan.digest,
+            public_before=before,
+        )
+        verified = await self._freeze(person, tag, plan, again)
+        await self._run_pipeline(self.store.release(tag), verified=verified)
         done = self.store.release(tag)
         if not done.is_published:
             return Reply(
@@ -354,6 +370,71 @@ class Gate:
                 Tone.REFUSAL,
             )
         return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
+
+    async def _freeze(self, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:
+        """Move the confirmed files out of the uploaders' reach and hash them there (the
+        confirmation's fresh hash). True when they are exactly the plan; a difference puts
+        them back and refuses. A storage fault leaves the freeze to the resumed promotion."""
+        try:
+            problems = await asyncio.to_thread(self.storage.freeze, plan)
+        except StorageError as err:
+            log.warning("freezing %s failed: %s", tag, err)
+            return False
+        if not problems:
+            return True
+        clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        reason = f"staging changed since the plan ({', '.join(problems)})"
+        self.store.append(tag, person, EventKind.ABORTED, reason=reason)
+        kept = (
+            f"; {listing(clashes)} stayed frozen (a newer upload has its name)" if clashes else ""
+        )
+        raise Refusal(
+            f"Staging changed since the plan ({', '.join(problems)}); nothing was "
+            f"published{kept}, {again}."
+        )
+
+    async def _abort(self, person: str, tag: ReleaseTag, state: ReleaseState) -> Reply:
+        self._require_rm(person, tag, "abort the publish of")
+        plan = state.publishing
+        if plan is None:
+            raise Refusal(f"{tag} has no confirmed publish to abort.")
+        public = await self._made_public(state)
+        if public:
+            raise Refusal(
+                f"Publishing {tag} cannot be aborted: {listing(public)} "
+                f"{'is' if len(public) == 1 else 'are'} public already, and published files "
+                "are never taken back."
+            )
+        clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        await asyncio.to_thread(index_publishing.put_back, self.storage, plan)
+        self.store.append(tag, person, EventKind.ABORTED, reason=f"aborted by {person} with /abort")
+        self._observation(tag).pipeline_trouble = ""
+        kept = (
+            f"; {listing(clashes)} stayed in the bot's frozen area because a different file "
+            "with that name was uploaded since"
+            if clashes
+            else ""
+        )
+        await self._notice(tag, f"{person} aborted the publish of {tag}; nothing was made public.")
+        await self._refresh(tag)
+        return Reply(
+            f"Publishing {tag} was aborted: its files are back in staging{kept}; claims are "
+            f"unchanged and /publish {tag} works again.",
+            Tone.SUCCESS,
+        )
+
+    async def _made_public(self, state: ReleaseState) -> list[str]:
+        """Planned targets this publish has made public (those public before do not count).
+        When storage cannot tell, assume something is: abort must never half-undo."""
+        assert state.publishing is not None
+        if "promote" in state.steps_done:
+            return [f.target for f in state.publishing.files]
+        try:
+            present = await asyncio.to_thread(self.storage.in_public, state.publishing)
+        except StorageError as err:
+            raise Refusal(f"Cannot tell what is public yet: {err}") from err
+        before = set(state.public_before)
+        return [t for t in present if t not in before]
 
     async def _respin(self, person: str, tag: ReleaseTag, state: ReleaseState) -> Reply:
         self._require_rm(person, tag, "re-spin")
@@ -422,28 +503,46 @@ class Gate:
         index = self._observation(tag).index
         return make_plan(self.profile, readiness, listing, digests, index.live if index else None)
 
-    async def _run_pipeline(self, state: ReleaseState) -> None:
+    async def _run_pipeline(self, state: ReleaseState, *, verified: bool = False) -> None:
         """promote → register → purge → announce, each step journaled and idempotent, so a
         restart resumes where a crash stopped and nothing happens twice. A step that fails is
-        retried on every scan; the channel hears of each new reason once."""
+        retried on every scan (journaled as started once); the channel hears of each new
+        reason once. ``verified``: the frozen files were just hashed (at confirmation)."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
         for step in index_publishing.pipeline_for(plan, PIPELINE):
             if step in state.steps_done:
                 continue
-            self.store.append(tag, BOT, EventKind.STEP_STARTED, step=step)
+            if state.step_started != step:
+                self.store.append(tag, BOT, EventKind.STEP_STARTED, step=step)
             try:
-                detail = await self._step(step, plan, state)
+                detail = await self._step(step, plan, state, verified)
             except PromotionConflict as err:
-                self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
-                await self._notice(
-                    tag, f"Publishing {tag} was stopped before anything moved: {err}"
+                if not err.moved and not await self._public_or_unknown(state):
+                    with contextlib.suppress(StorageError):  # else stays stuck: /abort retries
+                        await asyncio.to_thread(self.storage.thaw, plan)
+                        await asyncio.to_thread(index_publishing.put_back, self.storage, plan)
+                        self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
+                        await self._notice(
+                            tag,
+                            f"Publishing {tag} was stopped before anything moved: {err} "
+                            "Its files are back in staging.",
+                        )
+                        return
+                self.metrics.publish_failures += 1
+                text = (
+                    f"Publishing {tag} stopped part-way: {err} Some files are public already; "
+                    "remove the conflicting file and it resumes by itself."
                 )
+                if self._observation(tag).pipeline_trouble != text:
+                    self._observation(tag).pipeline_trouble = text
+                    await self._notice(tag, text)
                 return
-            except RelbotError as err:
+            except (RelbotError, OSError) as err:
                 self.metrics.publish_failures += 1
                 log.warning("publish of %s stopped at %s: %s", tag, step, err)
-                text = f"Publishing {tag} stopped at {step}: {err} It resumes by itself."
+                reason = err if isinstance(err, RelbotError) else f"{err.strerror or err}."
+                text = f"Publishing {tag} stopped at {step}: {reason} It resumes by itself."
                 if self._observation(tag).pipeline_trouble != text:
                     self._observation(tag).pipeline_trouble = text
                     await self._notice(tag, text)
@@ -458,14 +557,40 @@ class Gate:
             self._index.forget()  # the live index may have changed: judge others afresh
         await self._refresh(tag)
 
-    async def _step(self, step: str, plan: PublishPlan, state: ReleaseState) -> str:
+    async def _public_or_unknown(self, state: ReleaseState) -> bool:
+        try:
+            return bool(await self._made_public(state))
+        except Refusal:
+            return True
+
+    async def _step(self, step: str, plan: PublishPlan, state: ReleaseState, verified: bool) -> str:
         if step == "promote":
-            await asyncio.to_thread(index_publishing.set_aside, self.storage, plan)
-            try:
-                report = await asyncio.to_thread(self.storage.promote, plan.promoted)
-            except PromotionConflict:  # nothing moved: the index goes back to staging too
-                await asyncio.to_thread(index_publishing.put_back, self.storage, plan)
-                raise
+            async with contextlib.AsyncExitStack() as stack:
+                # Two tags sharing a public folder (3.14.0rc1, rc2 → 3.14.0/) never promote at
+                # once: each conflict check must see the other's files.
+                for folder in public_folders(plan):
+                    await stack.enter_async_context(
+                        self._public_locks.setdefault(folder, asyncio.Lock())
+                    )
+                # The install index leaves the frozen release first: it replaces the live one
+                # after promotion (the index step), never by promotion's no-clobber moves.
+                await asyncio.to_thread(index_publishing.set_aside, self.storage, plan)
+                report = await asyncio.to_thread(
+                    functools.partial(
+                        self.storage.promote,
+                        plan.promoted,
+                        verified=verified,
+                        public_before=state.public_before,
+                    )
+                )
+                problems = await asyncio.to_thread(self.storage.verify_public, plan.promoted)
+            if problems:
+                self.metrics.public_mismatches += 1
+                raise StorageError(
+                    f"After the move, the public files differ from the confirmed plan "
+                    f"({listing(problems)}); registering and announcing wait until someone "
+                    "checks them."
+                )
             return (
                 f"{len(report.renamed)} folders renamed, {report.moved} files moved, "
                 f"{report.already} already public"

@@ -14,6 +14,7 @@ class Metrics:
     last_successful_scan: float = 0.0  # Unix time; 0 before the first
     publishes: int = 0
     publish_failures: int = 0
+    public_mismatches: int = 0  # promotions after which public differed from the plan
     commands: dict[str, int] = field(default_factory=dict)  # verb → count
     refusals: int = 0
     started: float = field(default_factory=time.time)
@@ -44,6 +45,11 @@ class Metrics:
         metric(
             "publish_failures_total", "counter", "Publish steps that failed (and will resume).",
             [("", self.publish_failures)],
+        )  # fmt: skip
+        metric(
+            "public_mismatches_total", "counter",
+            "Promotions after which a public file differed from the confirmed plan.",
+            [("", self.public_mismatches)],
         )  # fmt: skip
         metric(
             "commands_total", "counter", "Chat commands answered, by verb.",

@@ -48,13 +48,37 @@ class Storage(Protocol):
         a digest while size and mtime are unchanged, except when ``fresh`` is asked."""
         ...
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
-        """Make the plan's files public, all at once where possible; idempotent.
+    def freeze(self, plan: PublishPlan) -> list[str]:
+        """At confirmation: move the plan's staged files into the bot's own area (same
+        filesystem, mode 0700, checked before each use), hash them there and return what
+        differs from the plan (``X changed``, ``X is missing``...; empty when exact)."""
+        ...
 
-        Never overwrites a public file with different content: that raises
-        ``PromotionConflict`` before anything moves. Run again after a crash, it finishes
-        the job and reports what was already done.
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        """Make the plan's frozen files public, all at once where possible; idempotent.
+
+        Freezes what is still staged, then (unless ``verified`` by a freeze just before)
+        hashes the frozen files and raises ``FrozenMismatch`` naming any that differ from the
+        plan. Never overwrites a public file with different content: that raises
+        ``PromotionConflict`` (``moved`` says whether files were public by then). Run again
+        after a crash, it finishes the job and reports what was already done.
+        ``public_before``: targets that were public before the confirmation.
         """
+        ...
+
+    def verify_public(self, plan: PublishPlan) -> list[str]:
+        """After promotion, hashed where the files live: what differs from the plan."""
+        ...
+
+    def in_public(self, plan: PublishPlan) -> list[str]:
+        """The plan's public targets that exist now."""
+        ...
+
+    def thaw(self, plan: PublishPlan) -> list[str]:
+        """Put frozen files back in staging (``/abort``), never over a file uploaded there
+        since; returns those that clashed (they stay frozen)."""
         ...
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:

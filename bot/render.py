@@ -19,6 +19,7 @@ HELP_LINES = {
     "unhold": "lift a hold (the holder or the release manager)",
     "publish": "release manager: see the plan, then confirm with the code it gives",
     "respin": "release manager: withdraw every claim and pending confirmation of TAG",
+    "abort": "release manager: cancel a confirmed publish that has made nothing public yet",
     "help": "this list",
 }
 

@@ -65,11 +65,16 @@ class Respin:
 
 
 @dataclass(frozen=True)
+class Abort:
+    tag: ReleaseTag
+
+
+@dataclass(frozen=True)
 class Help:
     pass
 
 
-Command = Ready | Unready | Status | Hold | Unhold | Publish | Confirm | Respin | Help
+Command = Ready | Unready | Status | Hold | Unhold | Publish | Confirm | Respin | Abort | Help
 
 # verb → (usage, example): help text and usage errors come from this one table.
 USAGE: dict[str, tuple[str, str]] = {
@@ -80,6 +85,7 @@ USAGE: dict[str, tuple[str, str]] = {
     "unhold": ("/unhold TAG", "/unhold 3.14.1"),
     "publish": ("/publish TAG, then /publish TAG confirm <code>", "/publish 3.14.1"),
     "respin": ("/respin TAG", "/respin 3.14.1"),
+    "abort": ("/abort TAG", "/abort 3.14.1"),
     "help": ("/help", "/help"),
 }
 
@@ -133,6 +139,8 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
             return Confirm(parsed, code.upper())
         case "respin", [tag]:
             return Respin(ReleaseTag.parse(tag.lower()))
+        case "abort", [tag]:
+            return Abort(ReleaseTag.parse(tag.lower()))
         case "help", _:
             return Help()
     usage, example = USAGE[verb]

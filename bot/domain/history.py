@@ -24,11 +24,11 @@ class EventKind(StrEnum):
     UNHELD = "unheld"  # holder
     PLANNED = "planned"  # code_hash, expires_at, plan
     PLAN_DROPPED = "plan-dropped"  # reason
-    CONFIRMED = "confirmed"  # code_hash, plan digest
+    CONFIRMED = "confirmed"  # code_hash, plan digest, public_before (targets already there)
     STEP_STARTED = "step-started"  # step
     STEP_DONE = "step-done"  # step, detail
     PUBLISHED = "published"  # files, size
-    ABORTED = "aborted"  # reason: a publish stopped before anything moved
+    ABORTED = "aborted"  # reason: a publish stopped or cancelled (/abort) before anything moved
     REFUSED = "refused"  # command, reason (audit only: changes no state)
 
 
@@ -63,6 +63,8 @@ class ReleaseState:
     publishing: PublishPlan | None = None  # confirmed, pipeline not finished
     publisher: str | None = None
     steps_done: dict[str, str] = field(default_factory=dict)  # step → detail
+    step_started: str | None = None  # the step started last and not done (a stuck publish)
+    public_before: tuple[str, ...] = ()  # planned targets already public at confirmation
     published_at: float | None = None
     published_by: str | None = None
 
@@ -117,16 +119,21 @@ def _apply(state: ReleaseState, event: Event) -> None:
             if state.offer is not None:
                 state.publishing = state.offer.plan
                 state.publisher = event.actor
+                state.public_before = tuple(data.get("public_before", ()))
             _drop_offer(state, "already used")
+        case EventKind.STEP_STARTED:
+            state.step_started = data["step"]
         case EventKind.STEP_DONE:
             state.steps_done[data["step"]] = data.get("detail", "")
+            state.step_started = None
         case EventKind.PUBLISHED:
             state.published_at = event.at
             state.published_by = state.publisher or event.actor
         case EventKind.ABORTED:
             state.publishing, state.publisher = None, None
             state.steps_done.clear()
-        case EventKind.STEP_STARTED | EventKind.REFUSED:
+            state.step_started, state.public_before = None, ()
+        case EventKind.REFUSED:
             pass
 
 

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage import freezer
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
+from bot.storage.freezer import Entry, Places
 from bot.storage.promotion import FolderMove, folder_moves, join
+
+T = TypeVar("T")
 
 
 class LocalStorage:
@@ -85,8 +91,50 @@ class LocalStorage:
 
     # -- promotion -------------------------------------------------------------------------
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
-        root = self.staging / str(plan.tag)
+    def freeze(self, plan: PublishPlan) -> list[str]:
+        def op() -> list[str]:
+            fs, places = _LocalFs(), self._places
+            freezer.freeze(fs, places, plan, fresh=True)
+            return freezer.frozen_problems(fs, places, plan)
+
+        return _wrapped(f"freeze {plan.tag}", op)
+
+    def thaw(self, plan: PublishPlan) -> list[str]:
+        return _wrapped(
+            f"put back {plan.tag}", lambda: freezer.thaw(_LocalFs(), self._places, plan)
+        )
+
+    def in_public(self, plan: PublishPlan) -> list[str]:
+        return _wrapped(
+            f"look at {self.public}",
+            lambda: freezer.targets_in_public(_LocalFs(), self._places, plan),
+        )
+
+    def verify_public(self, plan: PublishPlan) -> list[str]:
+        return _wrapped(
+            f"check {self.public}", lambda: freezer.public_problems(_LocalFs(), self._places, plan)
+        )
+
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        return _wrapped(f"publish {plan.tag}", lambda: self._promote(plan, verified, public_before))
+
+    @property
+    def _places(self) -> Places:
+        return Places(str(self.staging), str(self.public))
+
+    def _promote(
+        self, plan: PublishPlan, verified: bool, public_before: Sequence[str]
+    ) -> PromotionReport:
+        fs, places = _LocalFs(), self._places
+        freezer.check_targets(fs, places, plan)
+        # Files frozen only now (an interrupted freeze) were never hashed in the area.
+        if freezer.freeze(fs, places, plan, fresh=False) or not verified:
+            problems = freezer.frozen_problems(fs, places, plan, public_before=public_before)
+            if problems:
+                raise freezer.FrozenMismatch(problems)
+        root = Path(places.frozen(plan))
         self._refuse_conflicts(root, plan)
         # Prepare first (decide, make folders), so the phase in which files become visible
         # holds nothing but renames and links; unlinking sources and fsync come after it.
@@ -105,13 +153,17 @@ class LocalStorage:
                 links.append((file_source, file_target, f))
         for source, target, _ in renames:
             self._rename(source, target)
-        linked = [(s, t) for s, t, f in links if self._link_no_clobber(s, t, f)]
+        linked: list[tuple[Path, Path]] = []
+        for s, t, f in links:
+            if self._link_no_clobber(s, t, f, moved=bool(renames or linked)):
+                linked.append((s, t))
         for source, target, _ in links:
             if source.exists() and target.exists():
                 source.unlink()
         for folder in {t.parent for _, t, _ in renames} | {t.parent for _, t, _ in links}:
             _fsync_dir(folder)
         _prune_empty(root)
+        _prune_empty(self.staging / str(plan.tag))
         return PromotionReport(
             tuple(m.target for _, _, m in renames), len(linked), len(links) - len(linked)
         )
@@ -142,7 +194,7 @@ class LocalStorage:
         present = {join(move.source, path) for path, _ in _walk(source, "")} - leaving
         return present == {f.path for f in move.files}
 
-    def _link_no_clobber(self, source: Path, target: Path, f: PlanFile) -> bool:
+    def _link_no_clobber(self, source: Path, target: Path, f: PlanFile, *, moved: bool) -> bool:
         """Make ``target`` a second name of ``source``; False when it was already public
         (a resumed promotion). A different file at ``target`` is never replaced."""
         if not source.exists():
@@ -154,7 +206,8 @@ class LocalStorage:
             # unlink: fine only if it is the planned content.
             if _sha256(target) != f.sha256:
                 raise PromotionConflict(
-                    f"{f.target} appeared in public with different content while publishing."
+                    f"{f.target} appeared in public with different content while publishing.",
+                    moved=moved,
                 ) from None
             return False
         return True
@@ -172,7 +225,10 @@ class LocalStorage:
         return _read_small(_inside(self.public, path), limit)
 
     def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        source = _inside(self.staging / str(tag), path)
+        # From the frozen release when the confirmation froze it, else from staging.
+        source = _inside(self.staging / freezer.AREA / str(tag), path)
+        if not source.exists() and not source.is_symlink():
+            source = _inside(self.staging / str(tag), path)
         target = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
         try:
             if not source.is_file() or source.is_symlink():
@@ -224,6 +280,76 @@ class LocalStorage:
 
     def _replace(self, source: Path, target: Path) -> None:
         os.replace(source, target)  # rename(2): readers see the old file or the new, whole
+
+
+class _LocalFs:
+    """The freezer's primitives on this machine's filesystem."""
+
+    def uid(self) -> int:
+        return os.getuid()
+
+    def lstat(self, path: str) -> Entry | None:
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return Entry(st.st_mode, st.st_uid)
+
+    def listdir(self, path: str) -> dict[str, Entry] | None:
+        try:
+            with os.scandir(path) as entries:
+                found = {}
+                for e in entries:
+                    st = e.stat(follow_symlinks=False)
+                    found[e.name] = Entry(st.st_mode, st.st_uid)
+                return found
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def rename(self, source: str, target: str) -> None:
+        os.rename(source, target)
+
+    def link(self, source: str, target: str) -> None:
+        os.link(source, target, follow_symlinks=False)
+
+    def remove(self, path: str) -> None:
+        os.unlink(path)
+
+    def rmdir(self, path: str) -> bool:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return False
+        return True
+
+    def mkdir(self, path: str, mode: int) -> None:
+        os.mkdir(path, mode)
+        os.chmod(path, mode)  # not narrowed by the umask: the area must be exactly 0700
+
+    def hash(self, paths: Sequence[str]) -> dict[str, str]:
+        if len(paths) < 2:
+            return {p: _sha256_nofollow(p) for p in paths}
+        # hashlib releases the GIL on large buffers: a few threads use every core.
+        with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
+            return dict(zip(paths, pool.map(_sha256_nofollow, paths), strict=True))
+
+
+def _wrapped(what: str, op: Callable[[], T]) -> T:
+    """Run ``op``, turning an ``OSError`` (a full disk, a permission, a file where a folder
+    should be) into a :class:`StorageError` with one sentence."""
+    try:
+        return op()
+    except OSError as err:
+        where = f" {err.filename}" if err.filename else ""
+        raise StorageError(
+            f"Cannot {what}:{where} {err.strerror or err}.".replace(":.", ".")
+        ) from err
+
+
+def _sha256_nofollow(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:

@@ -28,7 +28,9 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.storage import freezer
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
+from bot.storage.freezer import Entry, Places
 from bot.storage.promotion import FolderMove, folder_moves, join
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ T = TypeVar("T")
 Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
 
 _RECONNECT_DELAYS = (0.2, 0.5)  # seconds between connection attempts within one call
+_HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch of files
 _MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
 _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 _CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
@@ -56,6 +59,7 @@ class _Connection:
     client: paramiko.SSHClient
     sftp: paramiko.SFTPClient
     exec_allowed: bool | None = None  # probed on first need
+    uid: int | None = None  # the bot's uid on the server, learned on first need
 
     @property
     def alive(self) -> bool:
@@ -270,17 +274,68 @@ class SftpStorage:
 
     # -- promotion -------------------------------------------------------------------------
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
+    def freeze(self, plan: PublishPlan) -> list[str]:
+        """Move the plan's staged files into the bot's area on the server and hash them
+        there; returns what differs from the plan (see :mod:`bot.storage.freezer`)."""
+
+        def op(conn: _Connection) -> list[str]:
+            fs = _SftpFs(self, conn)
+            freezer.freeze(fs, self._places, plan, fresh=True)
+            return freezer.frozen_problems(fs, self._places, plan)
+
+        return self._call(f"freeze {plan.tag}", op)
+
+    def thaw(self, plan: PublishPlan) -> list[str]:
+        """Put frozen files back in staging; returns the files that clashed."""
+        return self._call(
+            f"put back {plan.tag}",
+            lambda conn: freezer.thaw(_SftpFs(self, conn), self._places, plan),
+        )
+
+    def in_public(self, plan: PublishPlan) -> list[str]:
+        return self._call(
+            f"look at {self.public}",
+            lambda conn: freezer.targets_in_public(_SftpFs(self, conn), self._places, plan),
+        )
+
+    def verify_public(self, plan: PublishPlan) -> list[str]:
+        return self._call(
+            f"check {self.public}",
+            lambda conn: freezer.public_problems(_SftpFs(self, conn), self._places, plan),
+        )
+
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
         """Make the plan's files public, all at once where possible; idempotent.
 
         Raises :class:`PromotionConflict` before anything moves when a public file has
         different content, :class:`StorageError` when a planned file is nowhere or not a
         regular file, :class:`StagingUnreachable` when the connection drops (run it again).
         """
-        return self._call(f"publish {plan.tag}", lambda conn: self._promote(conn, plan))
+        return self._call(
+            f"publish {plan.tag}", lambda conn: self._promote(conn, plan, verified, public_before)
+        )
 
-    def _promote(self, conn: _Connection, plan: PublishPlan) -> PromotionReport:
-        root = self._release(plan.tag)
+    @property
+    def _places(self) -> Places:
+        return Places(self.staging, self.public)
+
+    def _promote(
+        self,
+        conn: _Connection,
+        plan: PublishPlan,
+        verified: bool = False,
+        public_before: Sequence[str] = (),
+    ) -> PromotionReport:
+        fs, places = _SftpFs(self, conn), self._places
+        freezer.check_targets(fs, places, plan)
+        # Files frozen only now (an interrupted freeze) were never hashed in the area.
+        if freezer.freeze(fs, places, plan, fresh=False) or not verified:
+            problems = freezer.frozen_problems(fs, places, plan, public_before=public_before)
+            if problems:
+                raise freezer.FrozenMismatch(problems)
+        root = places.frozen(plan)
         entries = self._refuse_conflicts(conn, root, plan)
         # Decide and make folders first, so the phase in which files become visible holds
         # nothing but renames and links; removing staged copies and syncing come after it.
@@ -385,14 +440,19 @@ class SftpStorage:
                 return moved, len(moves) - moved
         for folder in dict.fromkeys(posixpath.dirname(m.target.path) for m in moves):
             self._makedirs(conn, folder)
-        moved = sum(self._link_no_clobber(conn, m) for m in moves)
+        moved, done = 0, False
+        for m in moves:
+            # Files linked before this one (by a folder rename, the batch or this loop) are
+            # public already: a conflict now is not "before anything moved".
+            moved += self._link_no_clobber(conn, m, moved=done or bool(touched.trees))
+            done = done or not m.target.present
         for m in moves:
             if self._lstat(conn, m.source.path) is not None:
                 self.requests["remove"] += 1
                 conn.sftp.remove(m.source.path)
         return moved, len(moves) - moved
 
-    def _link_no_clobber(self, conn: _Connection, m: _FileMove) -> bool:
+    def _link_no_clobber(self, conn: _Connection, m: _FileMove, *, moved: bool = False) -> bool:
         """Make the target a second name of the staged file; False when it was already
         public (a resumed promotion). A different file at the target is never replaced."""
         if self._lstat(conn, m.source.path) is None:
@@ -407,7 +467,8 @@ class SftpStorage:
                 raise
             if self._hash(conn, [m.target.path], cache=False)[m.target.path] != m.file.sha256:
                 raise PromotionConflict(
-                    f"{m.file.target} appeared in public with different content while publishing."
+                    f"{m.file.target} appeared in public with different content while publishing.",
+                    moved=moved,
                 ) from None
             return False
         return True
@@ -432,13 +493,16 @@ class SftpStorage:
         return self._call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
 
     def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        """Move a staged file to the bot's aside folder (replacing an older copy there);
-        nothing when it is not staged."""
-        source = _inside(self._release(tag), path)
+        """Move a file of the release (frozen by the confirmation, else staged) to the bot's
+        aside folder, replacing an older copy there; nothing when it is in neither place."""
+        frozen = _inside(posixpath.join(self.staging, freezer.AREA, str(tag)), path)
+        staged = _inside(self._release(tag), path)
         target = _inside(self._aside(tag), path)
 
         def op(conn: _Connection) -> None:
-            attr = self._lstat(conn, source)
+            source, attr = frozen, self._lstat(conn, frozen)
+            if attr is None:
+                source, attr = staged, self._lstat(conn, staged)
             if attr is None:
                 return
             if not stat.S_ISREG(attr.st_mode or 0):
@@ -452,7 +516,7 @@ class SftpStorage:
             self.requests["rename"] += 1
             conn.sftp.posix_rename(source, target)
 
-        self._call(f"set {source} aside", op)
+        self._call(f"set {path} of {tag} aside", op)
 
     def put_back(self, tag: ReleaseTag, path: str) -> None:
         """Move a file set aside back into the release's staging folder; a file staged
@@ -656,12 +720,31 @@ class SftpStorage:
         return result
 
     def _hash_on_server(self, conn: _Connection, paths: list[str]) -> dict[str, str]:
-        """One ``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s:
-        a digest is cached only when the file did not change while it was read."""
-        quoted = " ".join(shlex.quote(p) for p in paths)
-        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        """``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s: a
+        digest is cached only when the file did not change while it was read. Several files
+        are hashed by parallel ``sha256sum`` processes (a release's big installers then take
+        the time of the biggest, not of all), their outputs joined in order."""
+        q = shlex.quote
         self.requests["hash"] += 1
-        status, out, err = self._exec(conn, f"{stamps} && sha256sum -z -- {quoted} && {stamps}")
+        groups = [paths[i::_HASH_PROCESSES] for i in range(min(_HASH_PROCESSES, len(paths)))]
+        paths = [p for group in groups for p in group]  # the order of the joined outputs
+        quoted = " ".join(q(p) for p in paths)
+        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        if len(groups) == 1:
+            hashing = f"sha256sum -z -- {quoted}"
+        else:
+            jobs = [
+                f'sha256sum -z -- {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
+                for i, g in enumerate(groups)
+            ]
+            waits = " && ".join(f"wait $p{i}" for i in range(len(groups)))
+            outputs = " ".join(f'"$t/{i}"' for i in range(len(groups)))
+            hashing = (
+                "{ t=$(mktemp -d) || exit 1; trap 'rm -rf \"$t\"' EXIT; "
+                + "; ".join(jobs)
+                + f"; {waits} && cat {outputs}; }}"
+            )
+        status, out, err = self._exec(conn, f"{stamps} && {hashing} && {stamps}")
         records = out.split(b"\0")
         n = len(paths)
         if status != 0 or len(records) != 3 * n + 1:
@@ -946,6 +1029,72 @@ class SftpStorage:
             f"storage.key_file: {self.key_file} is not an Ed25519, RSA or ECDSA private key "
             "this passphrase opens; check the file and the passphrase."
         ) from last
+
+
+class _SftpFs:
+    """The freezer's primitives over one SFTP connection (hashes computed on the server)."""
+
+    def __init__(self, storage: SftpStorage, conn: _Connection) -> None:
+        self.storage = storage
+        self.conn = conn
+
+    def uid(self) -> int:
+        if self.conn.uid is None:
+            if self.storage._exec_allowed(self.conn):
+                status, out, err = self.storage._exec(self.conn, "id -u")
+                if status != 0:
+                    raise StorageError(f"Cannot learn the bot's uid: {_first_line(err)}.")
+                self.conn.uid = int(out.strip())
+            else:  # the login folder is the user's own
+                attr = self.conn.sftp.stat(self.conn.sftp.normalize("."))
+                self.conn.uid = attr.st_uid or 0
+        return self.conn.uid
+
+    def lstat(self, path: str) -> Entry | None:
+        attr = self.storage._lstat(self.conn, path)
+        return None if attr is None else Entry(attr.st_mode or 0, attr.st_uid or 0)
+
+    def listdir(self, path: str) -> dict[str, Entry] | None:
+        try:
+            entries = self.storage._listdir(self.conn, path)
+        except FileNotFoundError:
+            return None
+        return {e.filename: Entry(e.st_mode or 0, e.st_uid or 0) for e in entries}
+
+    def rename(self, source: str, target: str) -> None:
+        self.storage.requests["rename"] += 1
+        self.conn.sftp.rename(source, target)
+
+    def link(self, source: str, target: str) -> None:
+        try:
+            self.storage._link(self.conn, source, target)
+        except OSError:
+            # The server answers an existing target with a bare "Failure": look.
+            if self.conn.alive and self.lstat(target) is not None:
+                raise FileExistsError(target) from None
+            raise
+
+    def remove(self, path: str) -> None:
+        self.storage.requests["remove"] += 1
+        self.conn.sftp.remove(path)
+
+    def rmdir(self, path: str) -> bool:
+        try:
+            self.storage.requests["rmdir"] += 1
+            self.conn.sftp.rmdir(path)
+        except OSError:
+            if not self.conn.alive:
+                raise
+            return False
+        return True
+
+    def mkdir(self, path: str, mode: int) -> None:
+        self.storage.requests["mkdir"] += 1
+        self.conn.sftp.mkdir(path, mode)
+        self.conn.sftp.chmod(path, mode)  # not narrowed by the server's umask
+
+    def hash(self, paths: Sequence[str]) -> dict[str, str]:
+        return self.storage._hash(self.conn, paths, cache=False)
 
 
 def _inside(root: str, relative: str) -> str:

@@ -128,7 +128,7 @@ async def test_commands_are_synced_to_the_configured_guild_with_the_profiles_rol
     assert sync.path.endswith(f"/guilds/{mock_discord.guild}/commands")
     commands = {c["name"]: c for c in sync.body}
     assert sorted(commands) == sorted(
-        ["ready", "unready", "status", "hold", "unhold", "publish", "respin", "help"]
+        ["ready", "unready", "status", "hold", "unhold", "publish", "respin", "abort", "help"]
     )
     role = next(o for o in commands["ready"]["options"] if o["name"] == "role")
     assert [c["value"] for c in role["choices"]] == list(dworld.profile.roles)

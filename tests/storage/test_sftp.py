@@ -15,6 +15,7 @@ import pytest
 
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.storage.freezer import AREA
 from bot.storage.sftp import HostKeyRejected, SftpStorage, SshRefused, _Connection, _FileMove
 from bot.storage.sftp import _Touched as Touched
 from tests.sshd import SshServer
@@ -458,6 +459,9 @@ def test_a_target_appearing_during_the_batch_is_never_overwritten(
         with pytest.raises(PromotionConflict, match="appeared in public"):
             storage.promote(plan)
         assert intruder.read_text() == "someone else's"
+        # The confirmed file stays in the bot's area until /abort puts it back.
+        assert (staging / AREA / TAG / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
+        assert storage.thaw(plan) == []
         assert (staging / TAG / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
 
 

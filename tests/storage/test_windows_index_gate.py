@@ -195,8 +195,8 @@ async def test_a_live_index_changed_between_plan_and_confirmation_refuses_the_co
 class LiveIndexChangesDuringPromotion:
     """Another publish replaces the live index while this one promotes its files."""
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
-        report = super().promote(plan)  # type: ignore[misc]
+    def promote(self, plan: PublishPlan, **kw: object) -> PromotionReport:
+        report = super().promote(plan, **kw)  # type: ignore[misc]
         root: Path = Path(str(self.public))  # type: ignore[attr-defined]
         other = index_bytes("3.13.10", *LIVE_VERSIONS)
         (root / "index-windows.json").write_bytes(other)
@@ -267,10 +267,11 @@ async def test_a_crash_between_the_two_renames_is_finished_by_the_resume(
 class StagingRewrittenAfterConfirmation:
     """The Windows expert uploads another index once promotion has started."""
 
-    def promote(self, plan: PublishPlan) -> PromotionReport:
+    def promote(self, plan: PublishPlan, **kw: object) -> PromotionReport:
         root = Path(str(self.staging)) / str(plan.tag)  # type: ignore[attr-defined]
+        root.mkdir(exist_ok=True)  # the confirmation may have moved the folder away
         (root / "index-windows.json").write_bytes(b'{"versions": []}')
-        return super().promote(plan)  # type: ignore[misc, no-any-return]
+        return super().promote(plan, **kw)  # type: ignore[misc, no-any-return]
 
 
 async def test_the_index_published_is_the_confirmed_one_whatever_staging_does_after(
@@ -346,3 +347,23 @@ async def test_a_live_index_that_is_not_a_file_blocks_with_the_reason_not_an_out
     assert "not a regular file" in refused.text
     await world.gate.scan()
     assert not any("Cannot scan" in n for n in world.chat.texts(ChannelKind.NOTICE))
+
+
+async def test_abort_of_a_stuck_publish_puts_the_index_back_with_the_rest(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    world = world_on(tmp_path, make_storage)
+    before = publish_live(world, *LIVE_VERSIONS)
+    staged = stage_release(world, "3.14.1", *LIVE_VERSIONS)
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    (world.public / "3.14.1").write_text("a file where the release's folder goes")
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text
+    aborted = await world.say("hugo", "/abort 3.14.1")
+    assert not aborted.private, aborted.text
+    assert (world.staging / "3.14.1" / "index-windows.json").read_bytes() == staged
+    assert (world.staging / "3.14.1" / "index-windows.json.cat").read_bytes() == (
+        catalog_bytes(staged)
+    )
+    assert live(world)[0] == before

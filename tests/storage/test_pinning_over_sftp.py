@@ -1,0 +1,84 @@
+"""A confirmed publish over SFTP is pinned to its plan, against a real sshd."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.domain.history import EventKind
+from bot.domain.plan import PublishPlan
+from bot.messages import ChannelKind
+from bot.ports import PromotionReport
+from bot.storage.freezer import AREA
+from bot.storage.sftp import SftpStorage
+from tests.sshd import SshServer
+from tests.storage.conftest import sftp_storage
+from tests.storage.test_gate_over_sftp import sftp_world
+
+PKG = "python-3.14.1-macos11.pkg"
+
+
+class ServerGoneBeforePromotion(SftpStorage):
+    """The download server goes away between the freeze and the promotion."""
+
+    server: SshServer
+
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        self.server.stop()
+        return super().promote(plan, verified=verified, public_before=public_before)
+
+
+async def test_a_staged_file_overwritten_while_the_server_was_down_is_never_published(
+    tmp_path: Path, own_sshd: SshServer
+) -> None:
+    ServerGoneBeforePromotion.server = own_sshd
+    world = sftp_world(tmp_path, own_sshd)
+    staged = world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.start(sftp_storage(own_sshd, world.staging, world.public, ServerGoneBeforePromotion))  # type: ignore[arg-type]
+
+    reply = await world.say("hugo", line)
+
+    assert reply.private and "did not finish" in reply.text, reply.text
+    assert any("stopped at promote" in n for n in world.chat.texts(ChannelKind.NOTICE))
+    frozen = world.staging / AREA / "3.14.1" / PKG
+    confirmed = frozen.read_bytes()
+    assert (world.staging / AREA).stat().st_mode & 0o777 == 0o700
+    world.write("3.14.1", PKG, b"uploaded after the confirmation")
+
+    own_sshd.start()
+    world.start()  # a restarted bot with a plain SFTP storage
+    await world.gate.scan()
+
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+    assert (world.public / "3.14.1" / PKG).read_bytes() == confirmed
+    assert len(world.public_files()) == len(staged)
+    assert (world.staging / "3.14.1" / PKG).read_bytes() == b"uploaded after the confirmation"
+
+
+async def test_a_regular_file_where_the_public_folder_should_be_stops_then_resumes(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, sshd)
+    staged = world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.public.mkdir(parents=True, exist_ok=True)
+    (world.public / "3.14.1").write_text("not a folder")
+
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text, reply.text
+    world.write("3.14.1", PKG, b"uploaded after the confirmation")
+    world.start()
+    await world.gate.resume()  # a restart resumes without crashing
+    assert world.public_files() == {"3.14.1"}
+    assert len([n for n in world.chat.texts(ChannelKind.NOTICE) if "stopped at" in n]) >= 1
+
+    (world.public / "3.14.1").unlink()
+    await world.gate.scan()
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+    assert len(world.public_files()) == len(staged)
+    assert (world.public / "3.14.1" / PKG).read_bytes() != b"uploaded after the confirmation"

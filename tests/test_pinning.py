@@ -1,0 +1,234 @@
+"""A confirmed publish is pinned to its plan: the freeze, the checks around promotion,
+/abort, and what a stuck publish still allows (local storage on real folders)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.domain.history import EventKind
+from bot.domain.plan import PublishPlan
+from bot.domain.tags import ReleaseTag
+from bot.messages import ChannelKind
+from bot.ports import PromotionReport
+from bot.storage.freezer import AREA
+from bot.storage.local import LocalStorage
+from tests.conftest import World
+
+PKG = "python-3.14.1-macos11.pkg"
+
+
+def block_public(world: World, version: str = "3.14.1") -> Path:
+    """A regular file where the public folder should be: every promotion fails."""
+    world.public.mkdir(parents=True, exist_ok=True)
+    blocker = world.public / version
+    blocker.write_text("not a folder")
+    return blocker
+
+
+async def stuck_publish(world: World, tag: str = "3.14.1") -> list[str]:
+    """Confirm a publish whose promotion cannot run; returns the staged paths."""
+    staged = world.stage(tag)
+    await world.ready_all(tag)
+    line = await world.plan(tag)
+    block_public(world, ReleaseTag.parse(tag).version)
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text, reply.text
+    return staged
+
+
+async def test_a_file_overwritten_in_staging_while_stuck_is_never_published(
+    world: World,
+) -> None:
+    staged = await stuck_publish(world)
+    confirmed = (world.staging / AREA / "3.14.1" / PKG).read_bytes()
+    assert not (world.staging / "3.14.1").exists()  # frozen: out of the uploaders' reach
+    world.write("3.14.1", PKG, b"replaced after the confirmation")
+
+    (world.public / "3.14.1").unlink()  # the cause is gone
+    world.start()  # and the bot restarted
+    await world.gate.scan()
+
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+    assert (world.public / "3.14.1" / PKG).read_bytes() == confirmed
+    assert len(world.public_files()) == len(staged)
+    # The late upload stays where it was put, unpublished.
+    assert (world.staging / "3.14.1" / PKG).read_bytes() == b"replaced after the confirmation"
+
+
+async def test_a_frozen_file_changed_before_a_resume_stops_the_publish_and_names_it(
+    world: World,
+) -> None:
+    await stuck_publish(world)
+    (world.staging / AREA / "3.14.1" / PKG).write_bytes(b"tampered")  # only root could
+    (world.public / "3.14.1").unlink()
+    world.start()
+    await world.gate.scan()
+
+    assert world.public_files() == set()
+    assert world.events("3.14.1", EventKind.PUBLISHED) == []
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert any(f"{PKG} changed" in n and "nothing more was made public" in n for n in notices)
+
+
+async def test_a_same_size_rewrite_at_confirmation_is_refused_and_put_back(world: World) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    pkg = world.staging / "3.14.1" / PKG
+    st = pkg.stat()
+    pkg.write_bytes(b"X" * st.st_size)  # same size, same mtime: the listing cannot tell
+    os.utime(pkg, ns=(st.st_atime_ns, st.st_mtime_ns))
+    reply = await world.say("hugo", line)
+    assert reply.private and f"{PKG} changed" in reply.text
+    assert world.public_files() == set()
+    assert pkg.read_bytes() == b"X" * st.st_size  # back in staging as it was
+    assert not (world.staging / AREA / "3.14.1").exists()
+
+
+async def test_abort_puts_the_files_back_and_publish_works_again(world: World) -> None:
+    staged = await stuck_publish(world)
+    state = world.store.release(ReleaseTag.parse("3.14.1"))
+    claims = {role: claim.snapshot for role, claim in state.claims.items()}
+
+    refused = await world.say("steve", "/abort 3.14.1")
+    assert refused.private and "release manager" in refused.text
+    reply = await world.say("hugo", "/abort 3.14.1")
+
+    assert not reply.private, reply.text
+    assert "back in staging" in reply.text
+    assert world.staged_files("3.14.1") == set(staged)
+    state = world.store.release(ReleaseTag.parse("3.14.1"))
+    assert state.publishing is None
+    assert {role: claim.snapshot for role, claim in state.claims.items()} == claims
+    (world.public / "3.14.1").unlink()
+    line = await world.plan("3.14.1")
+    done = await world.say("hugo", line)
+    assert "Published 3.14.1" in done.text, done.text
+    assert len(world.public_files()) == len(staged)
+
+
+async def test_abort_never_overwrites_a_newer_upload_and_names_the_clash(world: World) -> None:
+    await stuck_publish(world)
+    world.write("3.14.1", PKG, b"a newer build")
+    reply = await world.say("hugo", "/abort 3.14.1")
+    assert not reply.private, reply.text
+    assert PKG in reply.text and "stayed" in reply.text
+    assert (world.staging / "3.14.1" / PKG).read_bytes() == b"a newer build"
+    assert (world.staging / AREA / "3.14.1" / PKG).exists()
+
+
+class AppendedAfterTheMove(LocalStorage):
+    """Someone with an open file descriptor appends to a file just after it went public."""
+
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        report = super().promote(plan, verified=verified, public_before=public_before)
+        with (self.public / "3.14.1" / PKG).open("ab") as f:
+            f.write(b"appended")
+        return report
+
+
+async def test_public_files_are_verified_after_the_move_and_abort_is_then_refused(
+    world: World,
+) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.start(AppendedAfterTheMove(world.staging, world.public))
+    reply = await world.say("hugo", line)
+
+    assert reply.private and "did not finish" in reply.text
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert any(f"3.14.1/{PKG} differs" in n for n in notices), notices
+    assert world.gate.metrics.public_mismatches == 1
+    assert "relbot_public_mismatches_total 1" in world.gate.metrics.prometheus()
+    assert world.chat.texts(ChannelKind.ANNOUNCEMENT) == []
+    refused = await world.say("hugo", "/abort 3.14.1")
+    assert refused.private and "public already" in refused.text
+
+
+async def test_a_stuck_publish_accepts_hold_and_abort_and_logs_its_step_once(
+    world: World,
+) -> None:
+    await stuck_publish(world)
+    for _ in range(4):
+        await world.gate.scan()
+    assert world.events("3.14.1", EventKind.STEP_STARTED) == ["step-started"]
+
+    ready = await world.say("steve", "/unready windows 3.14.1")
+    assert ready.private and "being published" in ready.text and "/abort 3.14.1" in ready.text
+    held = await world.say("alice", "/hold 3.14.1 wait")
+    assert not held.private, held.text
+    (world.public / "3.14.1").unlink()  # the cause is gone, but the hold keeps it paused
+    await world.gate.scan()
+    assert world.public_files() == set()
+    unheld = await world.say("alice", "/unhold 3.14.1")
+    assert not unheld.private, unheld.text
+    await world.gate.scan()
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+
+
+class Crowded(LocalStorage):
+    """Records how many promotions run at once (each takes a moment)."""
+
+    lock = threading.Lock()
+    running = 0
+    most = 0
+
+    def promote(
+        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
+    ) -> PromotionReport:
+        with Crowded.lock:
+            Crowded.running += 1
+            Crowded.most = max(Crowded.most, Crowded.running)
+        try:
+            time.sleep(0.2)
+            return super().promote(plan, verified=verified, public_before=public_before)
+        finally:
+            with Crowded.lock:
+                Crowded.running -= 1
+
+
+async def test_two_tags_sharing_a_public_folder_never_promote_at_once(world: World) -> None:
+    for tag in ("3.14.0rc1", "3.14.0rc2"):
+        world.stage(tag)
+        await world.ready_all(tag)
+    lines = [await world.plan(tag) for tag in ("3.14.0rc1", "3.14.0rc2")]
+    world.start(Crowded(world.staging, world.public))
+    replies = await asyncio.gather(*(world.say("hugo", line) for line in lines))
+    assert all("Published" in r.text for r in replies), [r.text for r in replies]
+    assert Crowded.most == 1
+
+
+class Intruded(LocalStorage):
+    """A different file appears at the second link's target, after the first went public."""
+
+    links = 0
+
+    def _link(self, source: Path, target: Path) -> None:
+        self.links += 1
+        if self.links == 2:
+            target.write_text("someone else's")
+        super()._link(source, target)
+
+
+async def test_a_conflict_after_files_moved_is_reported_as_such(world: World) -> None:
+    (world.public / "3.14.0").mkdir(parents=True)  # rc1 shares it: files move one by one
+    (world.public / "3.14.0" / "python-3.14.0b3.exe").write_text("b3")
+    world.stage("3.14.0rc1")
+    await world.ready_all("3.14.0rc1")
+    line = await world.plan("3.14.0rc1")
+    world.start(Intruded(world.staging, world.public))
+    reply = await world.say("hugo", line)
+    assert reply.private
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert any("stopped part-way" in n and "appeared in public" in n for n in notices), notices
+    assert not any("before anything moved" in n for n in notices)
+    state = world.store.release(ReleaseTag.parse("3.14.0rc1"))
+    assert state.publishing is not None  # still pinned: nothing is undone or re-planned
