@@ -468,6 +468,13 @@ class Gate:
                 if state.is_published:
                     texts.append(summary_text(self._readiness(one, {}, None, state), state))
                     continue
+                if state.publishing is not None:  # its files are frozen, not in staging
+                    trouble = self._observation(one).pipeline_trouble
+                    texts.append(
+                        f"{one}: publishing now (confirmed by {state.publisher})."
+                        + (f" {trouble}" if trouble else "")
+                    )
+                    continue
                 try:
                     readiness, _ = await self._observe(one, state, settle=False)
                 except Refusal as err:  # nothing staged: for a status, an answer, not an error

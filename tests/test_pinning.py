@@ -161,6 +161,8 @@ async def test_a_stuck_publish_accepts_hold_and_abort_and_logs_its_step_once(
         await world.gate.scan()
     assert world.events("3.14.1", EventKind.STEP_STARTED) == ["step-started"]
 
+    status = await world.say("eve", "/status 3.14.1")
+    assert "publishing now" in status.text and "stopped at promote" in status.text, status.text
     ready = await world.say("steve", "/unready windows 3.14.1")
     assert ready.private and "being published" in ready.text and "/abort 3.14.1" in ready.text
     held = await world.say("alice", "/hold 3.14.1 wait")

@@ -149,14 +149,14 @@ def check_area(fs: Primitives, places: Places, *, create: bool) -> None:
 
 def targets_in_public(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
     """The plan's public targets that exist now (any content)."""
-    listed = _Listings(fs)
+    listed = Listings(fs)
     return [f.target for f in plan.files if listed.entry(places.target(f)) is not None]
 
 
 def check_targets(fs: Primitives, places: Places, plan: PublishPlan) -> None:
     """Before anything moves: every public target is absent or already the planned content
     (else :class:`PromotionConflict`), every absent one has its file frozen or staged."""
-    listed = _Listings(fs)
+    listed = Listings(fs)
     folders = {posixpath.dirname(places.target(f)) for f in plan.files}
     for folder in sorted({a for d in folders for a in _ancestors(d, places.public)}):
         entry = listed.entry(folder)
@@ -226,11 +226,11 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
             and fs.lstat(target) is None
         )
         if whole:
-            _make_folders(fs, posixpath.dirname(target), places.area, FOLDER_MODE)
+            make_folders(fs, posixpath.dirname(target), places.area, FOLDER_MODE)
             fs.rename(source, target)
             renames += 1
             continue
-        _make_folders(fs, target, places.area, FOLDER_MODE)
+        make_folders(fs, target, places.area, FOLDER_MODE)
         for name in sorted(names):
             entry = entries.get(name)
             if entry is None or not entry.is_file:
@@ -250,7 +250,7 @@ def frozen_problems(
     missing``, ``X is not a regular file``. A file no longer frozen because it is public
     already (a resumed promotion) is not a problem; the check after promotion covers it."""
     check_area(fs, places, create=False)
-    listed = _Listings(fs)
+    listed = Listings(fs)
     before = set(public_before)
     problems, wanted = [], []
     for f in plan.files:
@@ -273,7 +273,7 @@ def frozen_problems(
 def public_problems(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
     """After promotion, hashed where the files live: ``TARGET differs``, ``TARGET is
     missing``, ``TARGET is not a regular file``."""
-    listed = _Listings(fs)
+    listed = Listings(fs)
     problems, present = [], []
     for f in plan.files:
         entry = listed.entry(places.target(f))
@@ -301,13 +301,13 @@ def thaw(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
         fs.rename(release, staged)
         return []
     clashes = []
-    listed = _Listings(fs)
+    listed = Listings(fs)
     for f in plan.files:
         source = places.frozen(plan, f.path)
         if listed.entry(source) is None:
             continue
         target = places.staged(plan, f.path)
-        _make_folders(fs, posixpath.dirname(target), places.staging, FOLDER_MODE)
+        make_folders(fs, posixpath.dirname(target), places.staging, FOLDER_MODE)
         try:
             fs.link(source, target)
         except FileExistsError:
@@ -371,11 +371,12 @@ def _ancestors(folder: str, stop: str) -> list[str]:
     return found
 
 
-def _make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
-    """``mkdir -p`` below ``stop`` (which exists)."""
-    if folder == stop or not folder.startswith(stop + "/") or fs.lstat(folder) is not None:
+def make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
+    """``mkdir -p`` below ``stop`` (``"/"``: the whole path, as far as it is missing)."""
+    inner = folder.startswith(stop.rstrip("/") + "/")
+    if folder == stop or not inner or fs.lstat(folder) is not None:
         return
-    _make_folders(fs, posixpath.dirname(folder), stop, mode)
+    make_folders(fs, posixpath.dirname(folder), stop, mode)
     with contextlib.suppress(FileExistsError):
         fs.mkdir(folder, mode)
 
@@ -390,7 +391,7 @@ def _set_aside(fs: Primitives, places: Places, plan: PublishPlan) -> None:
     fs.rename(release, f"{release}.{n}")
 
 
-class _Listings:
+class Listings:
     """``lstat`` answers from one listing per folder (one round trip each on SFTP)."""
 
     def __init__(self, fs: Primitives) -> None:

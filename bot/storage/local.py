@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Sequence
@@ -10,14 +11,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from bot.domain.files import StagedFile
-from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
-from bot.storage import freezer
+from bot.storage import freezer, promotion
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.freezer import Entry, Places
-from bot.storage.promotion import FolderMove, folder_moves, join
+from bot.storage.promotion import Move, Touched, join
 
 T = TypeVar("T")
 
@@ -93,7 +94,7 @@ class LocalStorage:
 
     def freeze(self, plan: PublishPlan) -> list[str]:
         def op() -> list[str]:
-            fs, places = _LocalFs(), self._places
+            fs, places = _LocalFs(self), self._places
             freezer.freeze(fs, places, plan, fresh=True)
             return freezer.frozen_problems(fs, places, plan)
 
@@ -101,116 +102,34 @@ class LocalStorage:
 
     def thaw(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
-            f"put back {plan.tag}", lambda: freezer.thaw(_LocalFs(), self._places, plan)
+            f"put back {plan.tag}", lambda: freezer.thaw(_LocalFs(self), self._places, plan)
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"look at {self.public}",
-            lambda: freezer.targets_in_public(_LocalFs(), self._places, plan),
+            lambda: freezer.targets_in_public(_LocalFs(self), self._places, plan),
         )
 
     def verify_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
-            f"check {self.public}", lambda: freezer.public_problems(_LocalFs(), self._places, plan)
+            f"check {self.public}",
+            lambda: freezer.public_problems(_LocalFs(self), self._places, plan),
         )
 
     def promote(
         self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
     ) -> PromotionReport:
-        return _wrapped(f"publish {plan.tag}", lambda: self._promote(plan, verified, public_before))
+        return _wrapped(
+            f"publish {plan.tag}",
+            lambda: promotion.promote(
+                _LocalFs(self), self._places, plan, verified=verified, public_before=public_before
+            ),
+        )
 
     @property
     def _places(self) -> Places:
         return Places(str(self.staging), str(self.public))
-
-    def _promote(
-        self, plan: PublishPlan, verified: bool, public_before: Sequence[str]
-    ) -> PromotionReport:
-        fs, places = _LocalFs(), self._places
-        freezer.check_targets(fs, places, plan)
-        # Files frozen only now (an interrupted freeze) were never hashed in the area.
-        if freezer.freeze(fs, places, plan, fresh=False) or not verified:
-            problems = freezer.frozen_problems(fs, places, plan, public_before=public_before)
-            if problems:
-                raise freezer.FrozenMismatch(problems)
-        root = Path(places.frozen(plan))
-        self._refuse_conflicts(root, plan)
-        # Prepare first (decide, make folders), so the phase in which files become visible
-        # holds nothing but renames and links; unlinking sources and fsync come after it.
-        renames: list[tuple[Path, Path, FolderMove]] = []
-        links: list[tuple[Path, Path, PlanFile]] = []
-        for move in folder_moves(plan):
-            source, target = _inside(root, move.source), _inside(self.public, move.target)
-            leaving = {f.path for _, _, m in renames for f in m.files}
-            if not target.exists() and self._holds_exactly(source, move, leaving):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                renames.append((source, target, move))
-                continue
-            for f in move.files:
-                file_source, file_target = _inside(root, f.path), _inside(self.public, f.target)
-                file_target.parent.mkdir(parents=True, exist_ok=True)
-                links.append((file_source, file_target, f))
-        for source, target, _ in renames:
-            self._rename(source, target)
-        linked: list[tuple[Path, Path]] = []
-        for s, t, f in links:
-            if self._link_no_clobber(s, t, f, moved=bool(renames or linked)):
-                linked.append((s, t))
-        for source, target, _ in links:
-            if source.exists() and target.exists():
-                source.unlink()
-        for folder in {t.parent for _, t, _ in renames} | {t.parent for _, t, _ in links}:
-            _fsync_dir(folder)
-        _prune_empty(root)
-        _prune_empty(self.staging / str(plan.tag))
-        return PromotionReport(
-            tuple(m.target for _, _, m in renames), len(linked), len(links) - len(linked)
-        )
-
-    def _refuse_conflicts(self, root: Path, plan: PublishPlan) -> None:
-        """Check every target before anything moves: an existing public file must be the
-        planned content; a file in neither place means the plan cannot be completed."""
-        for f in plan.files:
-            source, target = _inside(root, f.path), _inside(self.public, f.target)
-            if source.is_symlink():
-                raise StorageError(
-                    f"{f.path} is a symbolic link; only regular files are published."
-                )
-            if target.exists():
-                if _sha256(target) != f.sha256:
-                    raise PromotionConflict(
-                        f"{f.target} is already public with different content; "
-                        "nothing was moved (remove or rename one of them first)."
-                    )
-            elif not source.exists():
-                raise StorageError(f"{f.path} is neither in staging nor public; re-run /publish.")
-
-    def _holds_exactly(self, source: Path, move: FolderMove, leaving: set[str]) -> bool:
-        """Whether the staging folder holds exactly the move's files (so a rename moves
-        nothing unplanned), not counting ``leaving``: inner folders renamed before it."""
-        if not source.is_dir():
-            return False
-        present = {join(move.source, path) for path, _ in _walk(source, "")} - leaving
-        return present == {f.path for f in move.files}
-
-    def _link_no_clobber(self, source: Path, target: Path, f: PlanFile, *, moved: bool) -> bool:
-        """Make ``target`` a second name of ``source``; False when it was already public
-        (a resumed promotion). A different file at ``target`` is never replaced."""
-        if not source.exists():
-            return False
-        try:
-            self._link(source, target)
-        except FileExistsError:
-            # The target appeared since the conflict check, or a crash hit between link and
-            # unlink: fine only if it is the planned content.
-            if _sha256(target) != f.sha256:
-                raise PromotionConflict(
-                    f"{f.target} appeared in public with different content while publishing.",
-                    moved=moved,
-                ) from None
-            return False
-        return True
 
     # The two primitive moves, kept apart so tests can inject a crash between them.
     def _rename(self, source: Path, target: Path) -> None:
@@ -262,7 +181,7 @@ class LocalStorage:
             raise StorageError(
                 f"Cannot put {path} back in {target.parent}: {err.strerror}."
             ) from err
-        _prune_empty(source.parent)
+        _remove_if_empty(source.parent)
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
         return _read_small(_inside(self.staging / ASIDE_FOLDER / str(tag), path), limit)
@@ -276,14 +195,17 @@ class LocalStorage:
             _fsync_dir(live.parent)
         except OSError as err:
             raise StorageError(f"Cannot replace {live} with {path}: {err.strerror}.") from err
-        _prune_empty(source.parent)
+        _remove_if_empty(source.parent)
 
     def _replace(self, source: Path, target: Path) -> None:
         os.replace(source, target)  # rename(2): readers see the old file or the new, whole
 
 
 class _LocalFs:
-    """The freezer's primitives on this machine's filesystem."""
+    """The promoter's and the freezer's primitives on this machine's filesystem."""
+
+    def __init__(self, storage: LocalStorage) -> None:
+        self.storage = storage
 
     def uid(self) -> int:
         return os.getuid()
@@ -325,6 +247,19 @@ class _LocalFs:
     def mkdir(self, path: str, mode: int) -> None:
         os.mkdir(path, mode)
         os.chmod(path, mode)  # not narrowed by the umask: the area must be exactly 0700
+
+    def rename_public(self, source: str, target: str) -> None:
+        self.storage._rename(Path(source), Path(target))
+
+    def link_public(self, source: str, target: str) -> None:
+        self.storage._link(Path(source), Path(target))
+
+    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+        return False  # a link here costs microseconds: file by file is the batch
+
+    def finish(self, touched: Touched) -> None:
+        for folder in {os.path.dirname(p) for p in [*touched.trees, *touched.files]}:
+            _fsync_dir(Path(folder))
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
         if len(paths) < 2:
@@ -374,6 +309,12 @@ def _inside(root: Path, relative: str) -> Path:
     return path
 
 
+def _remove_if_empty(folder: Path) -> None:
+    """Remove a folder of the aside area once its last file left (else leave it)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 def _read_small(path: Path, limit: int) -> bytes | None:
     """A small file whole, or None when absent; StorageError when it is not a regular file
     or larger than ``limit`` bytes."""
@@ -402,14 +343,3 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _prune_empty(folder: Path) -> None:
-    """Remove the release's staging folders left empty by the moves, innermost first."""
-    if not folder.is_dir():
-        return
-    for dirpath, _dirnames, _files in sorted(os.walk(folder), key=lambda w: -len(w[0])):
-        try:
-            os.rmdir(dirpath)
-        except OSError:
-            continue  # not empty: someone staged more since the plan; leave it

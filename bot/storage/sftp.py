@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
@@ -26,12 +26,12 @@ from paramiko.sftp import CMD_EXTENDED
 from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StagingUnreachable, StorageError
+from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
-from bot.storage import freezer
+from bot.storage import freezer, promotion
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.freezer import Entry, Places
-from bot.storage.promotion import FolderMove, folder_moves, join
+from bot.storage.promotion import Move, Touched, join
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ _HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch 
 _MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
 _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 _CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
+_PRESENT = paramiko.SFTPAttributes()  # "there" for a batch move (only presence matters)
 
 
 class SshRefused(StagingUnreachable):
@@ -95,13 +96,7 @@ class _FileMove:
     target: _Entry
 
 
-@dataclass
-class _Touched:
-    """What a promotion made public, for the permission fix-up."""
-
-    trees: list[str] = field(default_factory=list)  # renamed folders, fixed recursively
-    files: list[str] = field(default_factory=list)
-    folders: set[str] = field(default_factory=set)  # parents of moved files, not recursed
+_Touched = Touched  # the name the crash-injection tests override with
 
 
 class _RejectUnknownHost(paramiko.RejectPolicy):
@@ -307,170 +302,37 @@ class SftpStorage:
     def promote(
         self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
     ) -> PromotionReport:
-        """Make the plan's files public, all at once where possible; idempotent.
-
-        Raises :class:`PromotionConflict` before anything moves when a public file has
-        different content, :class:`StorageError` when a planned file is nowhere or not a
-        regular file, :class:`StagingUnreachable` when the connection drops (run it again).
-        """
+        """Make the plan's frozen files public (see :func:`bot.storage.promotion.promote`);
+        :class:`StagingUnreachable` when the connection drops (run it again)."""
         return self._call(
-            f"publish {plan.tag}", lambda conn: self._promote(conn, plan, verified, public_before)
+            f"publish {plan.tag}",
+            lambda conn: promotion.promote(
+                _SftpFs(self, conn),
+                self._places,
+                plan,
+                verified=verified,
+                public_before=public_before,
+            ),
         )
 
     @property
     def _places(self) -> Places:
         return Places(self.staging, self.public)
 
-    def _promote(
-        self,
-        conn: _Connection,
-        plan: PublishPlan,
-        verified: bool = False,
-        public_before: Sequence[str] = (),
-    ) -> PromotionReport:
-        fs, places = _SftpFs(self, conn), self._places
-        freezer.check_targets(fs, places, plan)
-        # Files frozen only now (an interrupted freeze) were never hashed in the area.
-        if freezer.freeze(fs, places, plan, fresh=False) or not verified:
-            problems = freezer.frozen_problems(fs, places, plan, public_before=public_before)
-            if problems:
-                raise freezer.FrozenMismatch(problems)
-        root = places.frozen(plan)
-        entries = self._refuse_conflicts(conn, root, plan)
-        # Decide and make folders first, so the phase in which files become visible holds
-        # nothing but renames and links; removing staged copies and syncing come after it.
-        renames: list[tuple[str, str, FolderMove]] = []
-        singles: list[_FileMove] = []
-        for move in folder_moves(plan):
-            source, target = _inside(root, move.source), _inside(self.public, move.target)
-            leaving = {f.path for _, _, m in renames for f in m.files}
-            if self._lstat(conn, target) is None and self._holds_exactly(
-                conn, source, move, leaving
-            ):
-                self._makedirs(conn, posixpath.dirname(target))
-                renames.append((source, target, move))
-                continue
-            singles += [entries[f.path] for f in move.files]
-        touched = _Touched()
-        for source, target, _ in renames:
-            self._rename(conn, source, target)
-            touched.trees.append(target)
-            touched.folders.update(_parents(posixpath.dirname(target), self.public))
-        moved, already = self._run_batch(conn, singles, touched)
-        self._finish(conn, root, touched)
-        return PromotionReport(tuple(m.target for _, _, m in renames), moved, already)
-
-    def _refuse_conflicts(
-        self, conn: _Connection, root: str, plan: PublishPlan
-    ) -> dict[str, _FileMove]:
-        """Check every target before anything moves (one listing per folder involved and
-        one hashing command for targets already public)."""
-        moves: dict[str, _FileMove] = {}
-        folders: dict[str, dict[str, paramiko.SFTPAttributes]] = {}
-        for f in plan.files:
-            source, target = _inside(root, f.path), _inside(self.public, f.target)
-            moves[f.path] = _FileMove(
-                f,
-                _Entry(source, self._peek(conn, folders, source)),
-                _Entry(target, self._peek(conn, folders, target)),
-            )
-        public = [m for m in moves.values() if m.target.present]
-        for m in public:
-            attr = m.target.attr
-            assert attr is not None
-            self._stamps[m.target.path] = (attr.st_size or 0, attr.st_mtime or 0)
-        digests = self._hash(conn, [m.target.path for m in public]) if public else {}
-        for m in moves.values():
-            if m.target.present:
-                if digests[m.target.path] != m.file.sha256:
-                    raise PromotionConflict(
-                        f"{m.file.target} is already public with different content; "
-                        "nothing was moved (remove or rename one of them first)."
-                    )
-            elif not m.source.present:
-                raise StorageError(
-                    f"{m.file.path} is neither in staging nor public; re-run /publish."
+    def _run_batch(self, conn: _Connection, moves: list[_FileMove], touched: _Touched) -> bool:
+        """No-clobber moves of single files in one shell command per batch: every link in
+        plan order, then the removal of the frozen copies. False when a batch stopped
+        half-way (a target appeared meanwhile): the promoter then looks at each file again
+        and finishes whatever the batch left."""
+        for script in _move_scripts(moves):
+            status, _out, err = self._exec(conn, script)
+            if status != 0:
+                log.warning(
+                    "Batch move on %s stopped (%s); finishing file by file.",
+                    self.where,
+                    _first_line(err),
                 )
-            elif not m.source.regular:
-                raise StorageError(
-                    f"{m.file.path} is not a regular file (a symlink?); it is never "
-                    "published: replace it with the file itself and re-run /publish."
-                )
-        return moves
-
-    def _holds_exactly(
-        self, conn: _Connection, source: str, move: FolderMove, leaving: set[str]
-    ) -> bool:
-        """Whether the staging folder holds exactly the move's files (so a rename moves
-        nothing unplanned), not counting ``leaving``: inner folders renamed before it."""
-        try:
-            found = self._walk(conn, source, "")
-        except FileNotFoundError:
-            return False
-        present = {join(move.source, path) for path, _ in found} - leaving
-        return present == {f.path for f in move.files}
-
-    def _run_batch(
-        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
-    ) -> tuple[int, int]:
-        """No-clobber moves of single files: every link in plan order, then the removal
-        of the staged copies. Returns (moved, already public).
-
-        With exec: one shell command for the whole batch. Without, or when the batch
-        stopped half-way (a target appeared meanwhile): file by file over SFTP, which
-        looks at each file again and so finishes whatever the batch left.
-        """
-        if not moves:
-            return 0, 0
-        for m in moves:
-            touched.files.append(m.target.path)
-            touched.folders.update(_parents(posixpath.dirname(m.target.path), self.public))
-        if self._exec_allowed(conn):
-            for script in _move_scripts(moves):
-                status, _out, err = self._exec(conn, script)
-                if status != 0:
-                    log.warning(
-                        "Batch move on %s stopped (%s); finishing file by file.",
-                        self.where,
-                        _first_line(err),
-                    )
-                    break
-            else:
-                moved = sum(m.source.present and not m.target.present for m in moves)
-                return moved, len(moves) - moved
-        for folder in dict.fromkeys(posixpath.dirname(m.target.path) for m in moves):
-            self._makedirs(conn, folder)
-        moved, done = 0, False
-        for m in moves:
-            # Files linked before this one (by a folder rename, the batch or this loop) are
-            # public already: a conflict now is not "before anything moved".
-            moved += self._link_no_clobber(conn, m, moved=done or bool(touched.trees))
-            done = done or not m.target.present
-        for m in moves:
-            if self._lstat(conn, m.source.path) is not None:
-                self.requests["remove"] += 1
-                conn.sftp.remove(m.source.path)
-        return moved, len(moves) - moved
-
-    def _link_no_clobber(self, conn: _Connection, m: _FileMove, *, moved: bool = False) -> bool:
-        """Make the target a second name of the staged file; False when it was already
-        public (a resumed promotion). A different file at the target is never replaced."""
-        if self._lstat(conn, m.source.path) is None:
-            return False
-        try:
-            self._link(conn, m.source.path, m.target.path)
-        except OSError:
-            # The server answers an existing target with a bare "Failure", so look. It
-            # appeared since the conflict check, or a crash hit between link and remove:
-            # fine only if it is the planned content.
-            if not conn.alive or self._lstat(conn, m.target.path) is None:
-                raise
-            if self._hash(conn, [m.target.path], cache=False)[m.target.path] != m.file.sha256:
-                raise PromotionConflict(
-                    f"{m.file.target} appeared in public with different content while publishing.",
-                    moved=moved,
-                ) from None
-            return False
+                return False
         return True
 
     # The primitive moves, kept apart so tests can inject a crash or a dropped connection.
@@ -529,7 +391,7 @@ class SftpStorage:
             self._makedirs(conn, posixpath.dirname(target))
             self.requests["rename"] += 1
             conn.sftp.rename(source, target)
-            self._prune_by_sftp(conn, self._aside(tag))  # the aside folder, once empty
+            self._remove_if_empty(conn, self._aside(tag))
 
         self._call(f"put {source} back", op)
 
@@ -545,8 +407,8 @@ class SftpStorage:
         def op(conn: _Connection) -> None:
             self._makedirs(conn, posixpath.dirname(live))
             self._replace(conn, source, live)
-            touched = _Touched(files=[live])
-            self._finish(conn, self._aside(tag), touched)
+            self._finish(conn, _Touched(files=[live]))
+            self._remove_if_empty(conn, self._aside(tag))
 
         self._call(f"replace {live}", op)
 
@@ -570,23 +432,31 @@ class SftpStorage:
     def _aside(self, tag: ReleaseTag) -> str:
         return posixpath.join(self.staging, ASIDE_FOLDER, str(tag))
 
-    def _finish(self, conn: _Connection, root: str, touched: _Touched) -> None:
-        """After the moves, in one command: flush the public folders' new entries, remove
-        the release's staging folders left empty (innermost first) and fix permissions.
-        Failures are logged, not raised: the files are public by now."""
+    def _remove_if_empty(self, conn: _Connection, folder: str) -> None:
+        """Remove a folder of the aside area once its last file left (else leave it)."""
+        try:
+            self.requests["rmdir"] += 1
+            conn.sftp.rmdir(folder)
+        except OSError:
+            if not conn.alive:
+                raise
+
+    def _finish(self, conn: _Connection, touched: _Touched) -> None:
+        """After the moves, in one command: flush the public folders' new entries and fix
+        permissions. Failures are logged, not raised: the files are public by now."""
         if not self._exec_allowed(conn):
-            self._prune_by_sftp(conn, root)
             if self.group is not None:
                 self._fix_modes_by_sftp(conn, touched)
             return
         q = shlex.quote
-        # A folder someone staged more into since the plan stays: that error is expected.
-        commands = [f"if [ -d {q(root)} ]; then find {q(root)} -depth -type d -empty -delete; fi"]
+        commands = []
         folders = {posixpath.dirname(p) for p in [*touched.trees, *touched.files]}
         if folders:
-            commands.insert(0, f"sync -- {' '.join(q(f) for f in sorted(folders))}")
+            commands.append(f"sync -- {' '.join(q(f) for f in sorted(folders))}")
         if self.group is not None:
             commands += self._permission_commands(touched, self.group)
+        if not commands:
+            return
         status, _out, err = self._exec(
             conn, "s=0; " + "".join(f"{c} || s=1; " for c in commands) + "exit $s"
         )
@@ -611,20 +481,6 @@ class SftpStorage:
                 " -exec chmod 775 {} + \\) -o \\( -type f ! -perm 664 -exec chmod 664 {} + \\)",
             ]
         return commands
-
-    def _prune_by_sftp(self, conn: _Connection, root: str) -> None:
-        try:
-            folders = [root, *self._folders(conn, root)]
-        except FileNotFoundError:
-            return
-        for folder in sorted(folders, key=lambda f: -len(f)):
-            try:
-                self.requests["rmdir"] += 1
-                conn.sftp.rmdir(folder)
-            except OSError:
-                if not conn.alive:
-                    raise
-                continue  # not empty: someone staged more since the plan; leave it
 
     def _fix_modes_by_sftp(self, conn: _Connection, touched: _Touched) -> None:
         """Without exec only modes can be fixed (SFTP knows no group names)."""
@@ -852,21 +708,6 @@ class SftpStorage:
                 found += [inner, *self._folders(conn, inner)]
         return found
 
-    def _peek(
-        self,
-        conn: _Connection,
-        folders: dict[str, dict[str, paramiko.SFTPAttributes]],
-        path: str,
-    ) -> paramiko.SFTPAttributes | None:
-        """``lstat`` of ``path`` from one listing of its folder, shared across calls."""
-        folder, name = posixpath.split(path)
-        if folder not in folders:
-            try:
-                folders[folder] = {e.filename: e for e in self._listdir(conn, folder)}
-            except FileNotFoundError:
-                folders[folder] = {}
-        return folders[folder].get(name)
-
     def _lstat(self, conn: _Connection, path: str) -> paramiko.SFTPAttributes | None:
         self.requests["stat"] += 1
         try:
@@ -1074,6 +915,33 @@ class _SftpFs:
                 raise FileExistsError(target) from None
             raise
 
+    def rename_public(self, source: str, target: str) -> None:
+        self.storage._rename(self.conn, source, target)
+
+    def link_public(self, source: str, target: str) -> None:
+        try:
+            self.storage._link(self.conn, source, target)
+        except OSError:
+            if self.conn.alive and self.lstat(target) is not None:
+                raise FileExistsError(target) from None
+            raise
+
+    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+        if not self.storage._exec_allowed(self.conn):
+            return False
+        batch = [
+            _FileMove(
+                m.file,
+                _Entry(m.source, _PRESENT if m.source_present else None),
+                _Entry(m.target, _PRESENT if m.target_present else None),
+            )
+            for m in moves
+        ]
+        return self.storage._run_batch(self.conn, batch, touched)
+
+    def finish(self, touched: Touched) -> None:
+        self.storage._finish(self.conn, touched)
+
     def remove(self, path: str) -> None:
         self.storage.requests["remove"] += 1
         self.conn.sftp.remove(path)
@@ -1102,15 +970,6 @@ def _inside(root: str, relative: str) -> str:
     if relative.startswith("/") or ".." in relative.split("/"):
         raise StorageError(f"{relative!r} is not a path inside {root}.")
     return posixpath.join(root, relative) if relative else root
-
-
-def _parents(folder: str, stop: str) -> list[str]:
-    """``folder`` and its parents below ``stop`` (exclusive)."""
-    found = []
-    while folder.startswith(stop + "/"):
-        found.append(folder)
-        folder = posixpath.dirname(folder)
-    return found
 
 
 def _move_scripts(moves: list[_FileMove]) -> list[str]:

@@ -90,7 +90,7 @@ def test_a_symlink_named_by_the_plan_is_refused_before_anything_moves(
     exe.unlink()
     exe.symlink_to(secret)
 
-    with pytest.raises(StorageError, match="python-3.14.0rc2-amd64.exe is not a regular file"):
+    with pytest.raises(StorageError, match=r"python-3\.14\.0rc2-amd64\.exe is not a regular file"):
         backend.make().promote(plan)
 
     assert backend.public_files() == {}
