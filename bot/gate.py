@@ -382,7 +382,13 @@ class Gate:
             return False
         if not problems:
             return True
-        clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        try:
+            clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        except StorageError as err:  # the publish stays pinned and stopped: /abort retries
+            raise Refusal(
+                f"Staging changed since the plan ({', '.join(problems)}); nothing was "
+                f"published, but putting the files back failed ({err}); /abort {tag} retries."
+            ) from err
         reason = f"staging changed since the plan ({', '.join(problems)})"
         self.store.append(tag, person, EventKind.ABORTED, reason=reason)
         kept = (

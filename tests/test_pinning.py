@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
@@ -234,3 +236,35 @@ async def test_a_conflict_after_files_moved_is_reported_as_such(world: World) ->
     assert not any("before anything moved" in n for n in notices)
     state = world.store.release(ReleaseTag.parse("3.14.0rc1"))
     assert state.publishing is not None  # still pinned: nothing is undone or re-planned
+
+
+class KilledAtTheFreeze(LocalStorage):
+    """The process dies right after the confirmation was journaled."""
+
+    def freeze(self, plan: PublishPlan) -> list[str]:
+        raise KeyboardInterrupt  # not an error the gate handles: the process is gone
+
+
+async def test_killed_after_confirming_with_a_staged_file_deleted_is_never_stuck_for_ever(
+    world: World,
+) -> None:
+    staged = world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.start(KilledAtTheFreeze(world.staging, world.public))
+    with pytest.raises(KeyboardInterrupt):
+        await world.say("hugo", line)
+    (world.staging / "3.14.1" / PKG).unlink()
+    world.start()
+    for _ in range(3):
+        await world.gate.scan()
+
+    assert world.public_files() == set()
+    assert world.events("3.14.1", EventKind.STEP_STARTED) == ["step-started"]
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert sum(f"{PKG} is neither" in n for n in notices) == 1, notices
+    reply = await world.say("hugo", "/abort 3.14.1")
+    assert not reply.private, reply.text
+    assert world.staged_files("3.14.1") == set(staged) - {PKG}
+    again = await world.say("hugo", "/publish 3.14.1")
+    assert again.private and "cannot be published yet" in again.text  # the file is missing

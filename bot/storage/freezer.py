@@ -147,6 +147,17 @@ def check_area(fs: Primitives, places: Places, *, create: bool) -> None:
         )
 
 
+def area_problem(fs: Primitives, places: Places) -> str | None:
+    """For ``relbot check``: why the bot's area cannot be trusted, if it exists."""
+    if fs.lstat(places.area) is None:
+        return None
+    try:
+        check_area(fs, places, create=False)
+    except StorageError as err:
+        return f"storage: {err}"
+    return None
+
+
 def targets_in_public(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
     """The plan's public targets that exist now (any content)."""
     listed = Listings(fs)
@@ -188,7 +199,10 @@ def check_targets(fs: Primitives, places: Places, plan: PublishPlan) -> None:
             places.staged(plan, f.path)
         )
         if entry is None:
-            raise StorageError(f"{f.path} is neither in staging nor public; re-run /publish.")
+            raise StorageError(
+                f"{f.path} is neither in staging nor public; nothing was moved "
+                f"(/abort {plan.tag} puts the other files back in staging)."
+            )
         if not entry.is_file:
             raise StorageError(
                 f"{f.path} is not a regular file (a symlink?); it is never published: "
@@ -292,6 +306,8 @@ def thaw(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
     """Put the frozen files back in staging, never over a file uploaded there since: those
     clash, stay frozen and are returned. A frozen release folder that was the uploaders' own
     folder goes back in one rename when its staging place is free."""
+    if fs.lstat(places.area) is None:
+        return []  # nothing was ever frozen (a crash before the freeze)
     check_area(fs, places, create=False)
     release, staged = places.frozen(plan), places.staged(plan)
     entry = fs.lstat(release)

@@ -64,8 +64,11 @@ class LocalStorage:
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         file = _inside(self.staging / str(tag), path)
-        with file.open("rb") as f:
-            data = f.read(limit + 1)
+        try:  # never through a symlink swapped in since the listing
+            with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+                data = f.read(limit + 1)
+        except OSError as err:
+            raise StorageError(f"Cannot read {file}: {err.strerror or err}.") from err
         if len(data) > limit:
             raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
         return data
@@ -83,6 +86,8 @@ class LocalStorage:
                 continue
             if not os.access(folder, os.W_OK | os.X_OK):
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")
+        if not problems and (area := freezer.area_problem(_LocalFs(self), self._places)):
+            problems.append(area)
         if not problems and self.staging.stat().st_dev != self.public.stat().st_dev:
             problems.append(
                 f"storage: staging {self.staging} and public {self.public} are on different "

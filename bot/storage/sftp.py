@@ -526,6 +526,8 @@ class SftpStorage:
             return problems
         if problems:
             return problems
+        if area := freezer.area_problem(_SftpFs(self, conn), self._places):
+            problems.append(area)
         folders = f"{shlex.quote(self.staging)} {shlex.quote(self.public)}"
         status, out, errors = self._exec(
             conn,

@@ -82,3 +82,28 @@ async def test_a_regular_file_where_the_public_folder_should_be_stops_then_resum
     assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
     assert len(world.public_files()) == len(staged)
     assert (world.public / "3.14.1" / PKG).read_bytes() != b"uploaded after the confirmation"
+
+
+async def test_abort_over_sftp_puts_files_back_without_overwriting_a_newer_upload(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, sshd)
+    staged = world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.public.mkdir(parents=True, exist_ok=True)
+    (world.public / "3.14.1").write_text("not a folder")
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text, reply.text
+    world.write("3.14.1", PKG, b"a newer build")
+
+    aborted = await world.say("hugo", "/abort 3.14.1")
+
+    assert not aborted.private, aborted.text
+    assert PKG in aborted.text and "stayed" in aborted.text
+    assert world.staged_files("3.14.1") == set(staged)
+    assert (world.staging / "3.14.1" / PKG).read_bytes() == b"a newer build"
+    assert (world.staging / AREA / "3.14.1" / PKG).exists()
+    assert world.public_files() == {"3.14.1"}
+    refused = await world.say("hugo", "/abort 3.14.1")
+    assert refused.private and "no confirmed publish" in refused.text

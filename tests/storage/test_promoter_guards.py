@@ -95,3 +95,29 @@ def test_a_symlink_named_by_the_plan_is_refused_before_anything_moves(
 
     assert backend.public_files() == {}
     assert exe.is_symlink()
+
+
+def test_a_replaced_frozen_area_is_refused_and_reported_by_check(backend: Backend) -> None:
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "tgz")
+    plan = plan_for(backend, TAG, ["Python-3.14.0rc2.tgz"])
+    # Someone with write access to the staging root put a folder of their own in its place.
+    (backend.staging / AREA).mkdir(mode=0o777)
+    (backend.staging / AREA).chmod(0o777)
+    storage = backend.make()
+
+    with pytest.raises(StorageError, match=r"cannot be trusted .*mode is 777"):
+        storage.freeze(plan)
+
+    assert backend.staged_files(TAG) == {"Python-3.14.0rc2.tgz": b"tgz"}
+    assert any("cannot be trusted" in p for p in storage.check())
+
+
+def test_local_reads_fail_as_storage_errors_and_never_follow_a_symlink(tmp_path: Path) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    (staging / TAG).mkdir(parents=True)
+    (tmp_path / "secret").write_text("not a bundle")
+    (staging / TAG / "a.sigstore").symlink_to(tmp_path / "secret")
+    storage = LocalStorage(staging, public)
+    for path in ("missing.sigstore", "a.sigstore"):
+        with pytest.raises(StorageError, match="Cannot read"):
+            storage.read(RC2, path, 1000)
