@@ -92,8 +92,9 @@ class Storage(Protocol):
         ...
 
     def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        """Move a staged file out of the release's folder into the bot's aside folder (so
-        promotion and later uploads leave it alone); nothing when it is not staged."""
+        """Move a file of the release (from the frozen area, else from staging) into the
+        bot's aside folder, so promotion and later uploads leave it alone; nothing when it is
+        in neither place."""
         ...
 
     def put_back(self, tag: ReleaseTag, path: str) -> None:
