@@ -54,11 +54,15 @@ class CdnPurger(HttpClientOwner):
         self,
         templates: Sequence[str],
         *,
+        files_url: str | None = None,
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
     ) -> None:
         self.templates = tuple(templates)
+        # Where public paths are served (https://www.python.org/ftp/python/): files that a
+        # publish replaced (the install index) are purged there, with their folder.
+        self.files_url = files_url
         self._retry = retry or RetryPolicy()
         self._client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
 
@@ -72,21 +76,34 @@ class CdnPurger(HttpClientOwner):
         retry: RetryPolicy | None = None,
     ) -> CdnPurger:
         """A purger for the profile's ``[pydotorg] purge`` templates (ConfigError if invalid)."""
-        templates = PydotorgSettings.from_profile(profile).purge
-        return cls(templates, transport=transport, timeout=timeout, retry=retry)
+        settings = PydotorgSettings.from_profile(profile)
+        return cls(
+            settings.purge,
+            files_url=settings.files_url,
+            transport=transport,
+            timeout=timeout,
+            retry=retry,
+        )
 
     def __repr__(self) -> str:
         return f"CdnPurger({len(self.templates)} URL templates)"
 
-    def urls(self, tag: ReleaseTag) -> list[str]:
-        """The URLs purged for ``tag``, in order, without duplicates."""
-        return list(dict.fromkeys(expand(template, tag) for template in self.templates))
+    def urls(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> list[str]:
+        """The URLs purged for ``tag``, in order, without duplicates; then, for each public
+        path in ``replaced`` (``index-windows.json``), its URL and its folder's."""
+        urls = [expand(template, tag) for template in self.templates]
+        if self.files_url is not None:
+            for path in replaced:
+                folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+                urls += [self.files_url + path, self.files_url + folder]
+        return list(dict.fromkeys(urls))
 
-    def purge(self, tag: ReleaseTag) -> PurgeReport:
-        """PURGE every URL of ``tag``; failures are retried, then reported, never raised."""
+    def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeReport:
+        """PURGE every URL of ``tag`` and of the ``replaced`` public paths; failures are
+        retried, then reported, never raised."""
         purged: list[str] = []
         failed: list[PurgeFailure] = []
-        for url in self.urls(tag):
+        for url in self.urls(tag, replaced):
             reason = self._purge_one(url)
             if reason is None:
                 purged.append(url)

@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bot import index_publishing
 from bot.config import Config
 from bot.domain import commands as cmd
 from bot.domain import late
@@ -37,6 +38,7 @@ from bot.errors import (
     StorageError,
     StorageLocked,
 )
+from bot.index_publishing import IndexCheck, IndexInspector
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
 from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal, listing, public_folders
@@ -78,6 +80,7 @@ class _Observation:
     public: Listing | None = None  # a published release's public files, as staging paths
     signatures: tuple[SignatureResult, ...] = ()
     preflight: tuple[float, str] | None = None  # (when, python.org's objection or "")
+    index: IndexCheck | None = None  # the staged install index, last checked
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
     summary_ref: str | None = None
     summary_text: str = ""
@@ -151,6 +154,7 @@ class Gate:
         self.metrics = Metrics()
         self.lease: StorageLease | None = None  # the storage lock, held by `relbot run`
         self._lease_trouble = ""
+        self._index = IndexInspector.for_profile(storage, self.profile)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -477,6 +481,7 @@ class Gate:
                 "are never taken back."
             )
         clashes = await asyncio.to_thread(self.storage.thaw, plan)
+        await asyncio.to_thread(index_publishing.put_back, self.storage, plan)
         self.store.append(tag, person, EventKind.ABORTED, reason=f"aborted by {person} with /abort")
         self._observation(tag).pipeline_trouble = ""
         kept = (
@@ -608,6 +613,7 @@ class Gate:
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
             readiness = self._readiness(tag, listing, self._seen_listing(tag), state)
+        readiness = await self._check_index(readiness, listing, fresh=True)
         blockers = readiness.blockers
         if self.registry is not None and not blockers:
             try:
@@ -621,7 +627,8 @@ class Gate:
             raise Refusal(text)
         paths = [f.path for role in readiness.roles for f in role.present]
         digests = await self._digest(tag, listing, paths, fresh=fresh)
-        plan = make_plan(self.profile, readiness, listing, digests)
+        index = self._observation(tag).index
+        plan = make_plan(self.profile, readiness, listing, digests, index.live if index else None)
         if not plan.files:
             raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
         return plan
@@ -640,7 +647,7 @@ class Gate:
         assert plan is not None
         if await self._storage_trouble():
             return  # another bot holds the storage: told once; resumes once it is ours
-        for step in PIPELINE:
+        for step in index_publishing.pipeline_for(plan, PIPELINE):
             if step in state.steps_done:
                 continue
             if state.step_started != step:
@@ -651,6 +658,7 @@ class Gate:
                 if not err.moved and not await self._public_or_unknown(state):
                     with contextlib.suppress(StorageError):  # else stays stuck: /abort retries
                         await asyncio.to_thread(self.storage.thaw, plan)
+                        await asyncio.to_thread(index_publishing.put_back, self.storage, plan)
                         self.store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
                         await self._notice(
                             tag,
@@ -683,6 +691,8 @@ class Gate:
         )
         self.metrics.publishes += 1
         self._seen.pop(str(tag), None)
+        if self._index is not None:
+            self._index.forget()  # the live index may have changed: judge others afresh
         await self._refresh(tag)
 
     async def _public_or_unknown(self, state: ReleaseState) -> bool:
@@ -700,15 +710,18 @@ class Gate:
                     await stack.enter_async_context(
                         self._public_locks.setdefault(folder, asyncio.Lock())
                     )
+                # The install index leaves the frozen release first: it replaces the live one
+                # after promotion (the index step), never by promotion's no-clobber moves.
+                await asyncio.to_thread(index_publishing.set_aside, self.storage, plan)
                 report = await asyncio.to_thread(
                     functools.partial(
                         self.storage.promote,
-                        plan,
+                        plan.promoted,
                         verified=verified,
                         public_before=state.public_before,
                     )
                 )
-                problems = await asyncio.to_thread(self.storage.verify_public, plan)
+                problems = await asyncio.to_thread(self.storage.verify_public, plan.promoted)
             if problems:
                 self.metrics.public_mismatches += 1
                 raise StorageError(
@@ -720,6 +733,8 @@ class Gate:
                 f"{len(report.renamed)} folders renamed, {report.moved} files moved, "
                 f"{report.already} already public"
             )
+        if step == index_publishing.INDEX_STEP:
+            return await asyncio.to_thread(index_publishing.swap, self.storage, plan)
         if step == "register":
             if self.registry is None:
                 return "no release database configured"
@@ -733,7 +748,8 @@ class Gate:
         if step == "purge":
             if self.purger is None:
                 return "no CDN configured"
-            purged = await asyncio.to_thread(self.purger.purge, plan.tag)
+            replaced = [f.target for f in plan.replacements]  # the install index
+            purged = await asyncio.to_thread(self.purger.purge, plan.tag, replaced)
             if purged.failed:
                 failed = "; ".join(str(f) for f in purged.failed[:5])
                 await self._notice(
@@ -767,7 +783,7 @@ class Gate:
         self._observation(tag).listing = listing
         self._observation(tag).previous = previous
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
-        return readiness, listing
+        return await self._check_index(readiness, listing), listing
 
     async def _list(self, tag: ReleaseTag) -> Listing:
         listing = await asyncio.to_thread(self.storage.list_staging, tag)
@@ -797,11 +813,25 @@ class Gate:
             waivers=tuple(state.waivers.values()),
             public=((seen.public if seen else None) or {}) if state.is_published else (),
         )
+        index = self._observation(tag).index
         return replace(
             readiness,
             signatures=seen.signatures if seen is not None else (),
             signatures_required=self._require_signatures,
+            install_index=index.verdict if index else None,
         )
+
+    async def _check_index(
+        self, readiness: Readiness, listing: Listing, *, fresh: bool = False
+    ) -> Readiness:
+        """Judge the staged install index against the live one (bot/index_publishing.py)."""
+        if self._index is None:
+            return readiness
+        check = await asyncio.to_thread(
+            functools.partial(self._index.check, readiness.tag, listing, fresh=fresh)
+        )
+        self._observation(readiness.tag).index = check
+        return replace(readiness, install_index=check.verdict if check else None)
 
     async def _check_signatures(self, readiness: Readiness) -> Readiness:
         """Verify ``FILE.sigstore`` of every required file present (cached: a bundle is read
@@ -894,6 +924,7 @@ class Gate:
         if await self._withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
         readiness = await self._check_signatures(self._readiness(tag, listing, previous, state))
+        readiness = await self._check_index(readiness, listing)
         await self._refresh_summary(readiness, state)
 
     async def _late(self, tag: ReleaseTag) -> bool:
@@ -1123,7 +1154,13 @@ def _plan_difference(old: PublishPlan, new: PublishPlan) -> str:
     after = {f.path: f for f in new.files}
     changes = [f"{p} added" for p in after.keys() - before.keys()]
     changes += [f"{p} removed" for p in before.keys() - after.keys()]
-    changes += [f"{p} changed" for p in before.keys() & after.keys() if before[p] != after[p]]
+    changes += [
+        f"the live {after[p].target} changed"
+        if before[p].replaces != after[p].replaces
+        else f"{p} changed"
+        for p in before.keys() & after.keys()
+        if before[p] != after[p]
+    ]
     if old.waivers != new.waivers:
         changes.append("waivers changed")
     return ", ".join(sorted(changes)) or "files changed"

@@ -99,6 +99,31 @@ class Storage(Protocol):
         ``data`` (a repeated write is done)."""
         ...
 
+    # Files that replace live ones (the install index), published after promotion. Each
+    # raises StorageError with a sentence; files are small and read whole.
+    def read_public(self, path: str, limit: int) -> bytes | None:
+        """A small file under the public root (``index-windows.json``), or None if absent."""
+        ...
+
+    def set_aside(self, tag: ReleaseTag, path: str) -> None:
+        """Move a file of the release (from the frozen area, else from staging) into the
+        bot's aside folder, so promotion and later uploads leave it alone; nothing when it is
+        in neither place."""
+        ...
+
+    def put_back(self, tag: ReleaseTag, path: str) -> None:
+        """Undo :meth:`set_aside` (a publish stopped before anything moved); a file staged
+        since under the same name is kept, never replaced."""
+        ...
+
+    def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
+        """A file set aside, whole, or None if it is not there."""
+        ...
+
+    def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
+        """Replace the public ``target`` with the file set aside by ONE atomic rename."""
+        ...
+
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages (``/srv/staging/3.14.1/``)."""
         ...
@@ -176,7 +201,10 @@ class Purger(Protocol):
     """Purges a CDN's copies of a release's pages. Blocking; failures are reported in the
     outcome, never raised (a publish is never undone for a stale cache)."""
 
-    def purge(self, tag: ReleaseTag) -> PurgeOutcome: ...
+    def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeOutcome:
+        """Purge ``tag``'s pages, and the public paths a publish ``replaced`` (with their
+        folder)."""
+        ...
 
 
 __all__ = [

@@ -111,6 +111,8 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         f"  on hold by {h.person}" + (f": {shown(h.reason)}" if h.reason else "")
         for h in readiness.holds
     ]
+    if readiness.install_index is not None:
+        lines.append(f"  Windows index: {readiness.install_index.describe()}")
     if readiness.signatures:
         valid = len(readiness.signatures) - len(readiness.unsigned)
         rule = "required" if readiness.signatures_required else "not required"
@@ -146,15 +148,21 @@ def branch_line(branch: str, status: str) -> str:
 def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
     lines = [f"Publish plan for {plan.tag}: {len(plan.files)} files, {size_text(plan.total_size)}."]
     for role, files in plan.by_role().items():
-        folders = sorted({f.target.rsplit("/", 1)[0] for f in files})
-        lines.append(
-            f"  {role:<8} {count(len(files), 'file'):<9} -> {', '.join(f + '/' for f in folders)}"
-        )
+        folders = sorted({f.target.rsplit("/", 1)[0] + "/" for f in files if "/" in f.target})
+        folders += [f.target for f in files if "/" not in f.target]  # at the public root
+        lines.append(f"  {role:<8} {count(len(files), 'file'):<9} -> {', '.join(folders)}")
     lines += [f"  waived: {waiver}" for waiver in plan.waivers]
     lines.append(
         "Every file becomes public together (one rename into a new folder, otherwise one "
         "millisecond batch), then the release is registered and announced."
     )
+    if plan.replacements:
+        replaced = " then ".join(f.target for f in plan.replacements)
+        lines.append(
+            f"Once the release's other files are public, and before it is registered: "
+            f"{replaced} replace the live ones, each by one atomic rename, only if the live "
+            "ones are still as this plan saw them."
+        )
     lines.append(f"To publish, type within {minutes} minutes: {code_line}")
     return "\n".join(lines)
 

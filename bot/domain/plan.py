@@ -10,6 +10,7 @@ from bot.domain.files import Listing
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
+from bot.domain.windows_index import ABSENT, IndexRules, index_target
 
 
 @dataclass(frozen=True)
@@ -22,15 +23,27 @@ class PlanFile:
     role: str
     size: int
     sha256: str
+    # For a file that replaces a live one (the install index): the live file's SHA-256 when
+    # the plan was made, or "absent". Empty for every other file (they never replace).
+    replaces: str = ""
+
+    @property
+    def is_replacement(self) -> bool:
+        """Whether publishing this file replaces the live copy (one atomic rename, after
+        every other file) instead of adding a file that must not exist yet."""
+        return bool(self.replaces)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "path": self.path,
             "target": self.target,
             "role": self.role,
             "size": self.size,
             "sha256": self.sha256,
         }
+        if self.replaces:
+            data["replaces"] = self.replaces
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> PlanFile:
@@ -40,6 +53,7 @@ class PlanFile:
             role=str(data["role"]),
             size=int(str(data["size"])),
             sha256=str(data["sha256"]),
+            replaces=str(data.get("replaces", "")),
         )
 
 
@@ -58,6 +72,8 @@ class PublishPlan:
         h = hashlib.sha256(str(self.tag).encode())
         for f in sorted(self.files, key=lambda f: f.path):
             h.update(f"\0{f.path}\0{f.target}\0{f.size}\0{f.sha256}".encode())
+            if f.replaces:  # bound to the live copy it replaces, as seen by /publish
+                h.update(f"\0{f.replaces}".encode())
         for waiver in self.waivers:
             h.update(f"\0waiver\0{waiver}".encode())
         return h.hexdigest()
@@ -65,6 +81,18 @@ class PublishPlan:
     @property
     def total_size(self) -> int:
         return sum(f.size for f in self.files)
+
+    @property
+    def promoted(self) -> PublishPlan:
+        """The plan without the files that replace live ones: what promotion moves (no
+        clobber). The others are published after it, each by one atomic replace."""
+        return PublishPlan(self.tag, tuple(f for f in self.files if not f.is_replacement))
+
+    @property
+    def replacements(self) -> tuple[PlanFile, ...]:
+        """The files that replace live ones, in publishing order (the index, then its
+        catalog)."""
+        return tuple(f for f in self.files if f.is_replacement)
 
     def by_role(self) -> dict[str, list[PlanFile]]:
         roles: dict[str, list[PlanFile]] = {}
@@ -74,20 +102,30 @@ class PublishPlan:
 
 
 def make_plan(
-    profile: Profile, readiness: Readiness, listing: Listing, digests: Mapping[str, str]
+    profile: Profile,
+    readiness: Readiness,
+    listing: Listing,
+    digests: Mapping[str, str],
+    live: Mapping[str, str] | None = None,
 ) -> PublishPlan:
     """Build the plan from a publishable release: every present file of every role.
 
-    ``digests`` must hold the SHA-256 of each such file.
+    ``digests`` must hold the SHA-256 of each such file; ``live`` the SHA-256 (or "absent")
+    of the live copy of each staged install-index file, which the plan replaces.
     """
     tag = readiness.tag
+    rules = IndexRules.from_profile(profile)
     files = [
         PlanFile(
             path=f.path,
-            target=profile.public_target(tag, role.role, f.path),
+            target=index_target(rules, role.role, f.path)
+            or profile.public_target(tag, role.role, f.path),
             role=role.role,
             size=listing[f.path].size,
             sha256=digests[f.path],
+            replaces=(live or {}).get(f.path, ABSENT)
+            if index_target(rules, role.role, f.path)
+            else "",
         )
         for role in readiness.roles
         if not role.excused
@@ -95,6 +133,8 @@ def make_plan(
     ]
 
     def order(f: PlanFile) -> tuple[int, str]:
+        if f.is_replacement:  # after everything: the index, then its catalog (NAME.cat)
+            return (3, f.path)
         if not f.target.startswith(profile.public_folder(tag) + "/"):
             return (0, f.path)  # docs go first: nothing links to them before the announcement
         return (2 if profile.is_index(f.path) else 1, f.path)

@@ -87,6 +87,9 @@ class ProfileSpec(_Strict):
     # Free-form tables read by the port that needs them (bot/registry.py reads [pydotorg]).
     pydotorg: dict[str, Any] = Field(default_factory=dict)
     links: dict[str, str] = Field(default_factory=dict)  # label → URL template, announced
+    # The Windows install-manager index (bot/domain/windows_index.py reads it): file, role,
+    # manifest. Published last, at the public root, by replacing the live copy.
+    install_index: dict[str, str] = Field(default_factory=dict)
 
 
 class FileKind(StrEnum):

@@ -13,6 +13,7 @@ from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown
 from bot.domain.waivers import Waiver, owner_of, waived_paths, waived_roles
+from bot.domain.windows_index import IndexVerdict
 
 
 class FileStatus(StrEnum):
@@ -87,6 +88,7 @@ class Readiness:
     branch_status: str | None = None  # from the release cycle (None: not listed)
     waivers: tuple[Waiver, ...] = ()
     hard_linked: tuple[str, ...] = ()  # staged files with another name somewhere (a note)
+    install_index: IndexVerdict | None = None  # the staged install index, when checked
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -106,6 +108,8 @@ class Readiness:
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
         if self.signatures_required:
             found += [f"signature of {s.describe()}" for s in self.unsigned]
+        if self.install_index is not None:
+            found += self.install_index.blockers
         return found
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -16,6 +17,7 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
 from bot.storage import freezer, promotion
+from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.freezer import Entry, Places
 from bot.storage.listing import (
     RELEASE_FOLDER,
@@ -203,6 +205,68 @@ class LocalStorage:
     def _link(self, source: Path, target: Path) -> None:
         os.link(source, target)
 
+    # -- files that replace live ones (the install index) ------------------------------------
+
+    def read_public(self, path: str, limit: int) -> bytes | None:
+        return _read_small(_inside(self.public, path), limit)
+
+    def set_aside(self, tag: ReleaseTag, path: str) -> None:
+        # From the frozen release when the confirmation froze it, else from staging.
+        source = _inside(self.staging / freezer.AREA / str(tag), path)
+        if not source.exists() and not source.is_symlink():
+            source = _inside(self.staging / str(tag), path)
+        target = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
+        try:
+            if not source.is_file() or source.is_symlink():
+                if source.exists() or source.is_symlink():
+                    raise StorageError(f"{path} is not a regular file; it is never published.")
+                return
+            aside = self.staging / ASIDE_FOLDER
+            if not aside.is_dir():
+                aside.mkdir(mode=ASIDE_MODE)
+                aside.chmod(ASIDE_MODE)  # not narrowed by the umask
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            _fsync_dir(target.parent)
+        except OSError as err:
+            raise StorageError(
+                f"Cannot set {path} aside in {target.parent}: {err.strerror}."
+            ) from err
+
+    def put_back(self, tag: ReleaseTag, path: str) -> None:
+        source = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
+        target = _inside(self.staging / str(tag), path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(source, target)  # no clobber: a newer upload stays
+            source.unlink()
+        except FileNotFoundError:
+            return  # nothing set aside
+        except FileExistsError:
+            return
+        except OSError as err:
+            raise StorageError(
+                f"Cannot put {path} back in {target.parent}: {err.strerror}."
+            ) from err
+        _remove_if_empty(source.parent)
+
+    def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
+        return _read_small(_inside(self.staging / ASIDE_FOLDER / str(tag), path), limit)
+
+    def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
+        source = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
+        live = _inside(self.public, target)
+        try:
+            live.parent.mkdir(parents=True, exist_ok=True)
+            self._replace(source, live)
+            _fsync_dir(live.parent)
+        except OSError as err:
+            raise StorageError(f"Cannot replace {live} with {path}: {err.strerror}.") from err
+        _remove_if_empty(source.parent)
+
+    def _replace(self, source: Path, target: Path) -> None:
+        os.replace(source, target)  # rename(2): readers see the old file or the new, whole
+
 
 class _LocalFs:
     """The promoter's and the freezer's primitives on this machine's filesystem."""
@@ -330,6 +394,29 @@ def _holds(path: Path, data: bytes) -> bool:
             return f.read(len(data) + 1) == data
     except OSError:
         return False
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove a folder of the aside area once its last file left (else leave it)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def _read_small(path: Path, limit: int) -> bytes | None:
+    """A small file whole, or None when absent; StorageError when it is not a regular file
+    or larger than ``limit`` bytes."""
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise StorageError(f"{path} is not a regular file.")
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise StorageError(f"Cannot read {path}: {err.strerror}.") from err
+    if len(data) > limit:
+        raise StorageError(f"{path} is larger than {limit:,} bytes.")
+    return data
 
 
 def _sha256(path: Path) -> str:

@@ -38,6 +38,7 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
 from bot.storage import freezer, promotion
+from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.freezer import Entry, Places
 from bot.storage.listing import (
     RELEASE_FOLDER,
@@ -439,6 +440,100 @@ class SftpStorage:
         self.requests["hardlink"] += 1
         # paramiko has no public call for this OpenSSH extension.
         conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
+
+    # -- files that replace live ones (the install index) ------------------------------------
+
+    def read_public(self, path: str, limit: int) -> bytes | None:
+        """A small file under the public root, whole, or None when absent."""
+        full = _inside(self.public, path)
+        return self._call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
+
+    def set_aside(self, tag: ReleaseTag, path: str) -> None:
+        """Move a file of the release (frozen by the confirmation, else staged) to the bot's
+        aside folder, replacing an older copy there; nothing when it is in neither place."""
+        frozen = _inside(posixpath.join(self.staging, freezer.AREA, str(tag)), path)
+        staged = _inside(self._release(tag), path)
+        target = _inside(self._aside(tag), path)
+
+        def op(conn: _Connection) -> None:
+            source, attr = frozen, self._lstat(conn, frozen)
+            if attr is None:
+                source, attr = staged, self._lstat(conn, staged)
+            if attr is None:
+                return
+            if not stat.S_ISREG(attr.st_mode or 0):
+                raise StorageError(f"{path} is not a regular file; it is never published.")
+            aside = posixpath.join(self.staging, ASIDE_FOLDER)
+            if self._lstat(conn, aside) is None:
+                self.requests["mkdir"] += 1
+                conn.sftp.mkdir(aside, ASIDE_MODE)
+                conn.sftp.chmod(aside, ASIDE_MODE)  # not narrowed by the server's umask
+            self._makedirs(conn, posixpath.dirname(target))
+            self.requests["rename"] += 1
+            conn.sftp.posix_rename(source, target)
+
+        self._call(f"set {path} of {tag} aside", op)
+
+    def put_back(self, tag: ReleaseTag, path: str) -> None:
+        """Move a file set aside back into the release's staging folder; a file staged
+        since under that name is kept (SFTP's rename refuses an existing target)."""
+        source, target = _inside(self._aside(tag), path), _inside(self._release(tag), path)
+
+        def op(conn: _Connection) -> None:
+            if self._lstat(conn, source) is None or self._lstat(conn, target) is not None:
+                return
+            self._makedirs(conn, posixpath.dirname(target))
+            self.requests["rename"] += 1
+            conn.sftp.rename(source, target)
+            self._remove_if_empty(conn, self._aside(tag))
+
+        self._call(f"put {source} back", op)
+
+    def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
+        full = _inside(self._aside(tag), path)
+        return self._call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
+
+    def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
+        """Replace the public ``target`` with the file set aside, by one ``posix-rename``
+        (rename(2) on the server: readers see the old file or the new one, whole)."""
+        source, live = _inside(self._aside(tag), path), _inside(self.public, target)
+
+        def op(conn: _Connection) -> None:
+            self._makedirs(conn, posixpath.dirname(live))
+            self._replace(conn, source, live)
+            self._finish(conn, _Touched(files=[live]))
+            self._remove_if_empty(conn, self._aside(tag))
+
+        self._call(f"replace {live}", op)
+
+    def _replace(self, conn: _Connection, source: str, target: str) -> None:
+        self.requests["rename"] += 1
+        conn.sftp.posix_rename(source, target)
+
+    def _read_small(self, conn: _Connection, path: str, limit: int) -> bytes | None:
+        attr = self._lstat(conn, path)
+        if attr is None:
+            return None
+        if not stat.S_ISREG(attr.st_mode or 0):
+            raise StorageError(f"{path} on {self.where} is not a regular file.")
+        self.requests["read"] += 1
+        with conn.sftp.open(path, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise StorageError(f"{path} on {self.where} is larger than {limit:,} bytes.")
+        return data
+
+    def _aside(self, tag: ReleaseTag) -> str:
+        return posixpath.join(self.staging, ASIDE_FOLDER, str(tag))
+
+    def _remove_if_empty(self, conn: _Connection, folder: str) -> None:
+        """Remove a folder of the aside area once its last file left (else leave it)."""
+        try:
+            self.requests["rmdir"] += 1
+            conn.sftp.rmdir(folder)
+        except OSError:
+            if not conn.alive:
+                raise
 
     def _finish(self, conn: _Connection, touched: _Touched) -> None:
         """After the moves, in one command: flush the public folders' new entries and fix

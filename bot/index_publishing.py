@@ -1,0 +1,173 @@
+"""Publishing the Windows install-manager index: checking the staged one against the live one
+before ``/publish`` offers a plan, and replacing the live one after everything else is public.
+
+The rules are in :mod:`bot.domain.windows_index`; this module reads what they need through
+the Storage port and performs the replacement as a compare-and-swap: the plan records the live
+files' SHA-256 when ``/publish`` made it, and at swap time a live file that is neither that nor
+the planned bytes (another publish changed it) stops the publish with nothing replaced.
+Blocking: the gate runs these functions in worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bot.domain.files import Listing
+from bot.domain.plan import PublishPlan
+from bot.domain.profile import Profile
+from bot.domain.tags import ReleaseTag
+from bot.domain.windows_index import ABSENT, MAX_INDEX, IndexRules, IndexVerdict, judge_index
+from bot.errors import StagingUnreachable, StorageError
+from bot.ports import Storage
+
+INDEX_STEP = "index"
+
+
+class IndexRaceLost(StorageError):
+    """The live index changed between the plan and the swap: it is left alone."""
+
+
+def pipeline_for(plan: PublishPlan, pipeline: tuple[str, ...]) -> tuple[str, ...]:
+    """The pipeline's steps for ``plan``: with files that replace live ones, the index step
+    comes right after promotion (everything else of the release is public by then) and
+    before the release is registered and announced."""
+    if not plan.replacements:
+        return pipeline
+    at = pipeline.index("promote") + 1
+    return (*pipeline[:at], INDEX_STEP, *pipeline[at:])
+
+
+def sha256(data: bytes | None) -> str:
+    """The SHA-256 of a file's bytes, or "absent" for a file that does not exist."""
+    return ABSENT if data is None else hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """The verdict on the staged index, and the live files' SHA-256 (or "absent") that a
+    plan made now would replace."""
+
+    verdict: IndexVerdict
+    live: Mapping[str, str] = field(default_factory=dict)
+
+
+class IndexInspector:
+    """Reads the staged index, the live one and the release's manifest for the verdict.
+
+    Between two ``fresh`` checks a verdict is reused while the staged files keep their size
+    and mtime (a scan then reads nothing); ``/publish`` and its confirmation always read afresh.
+    """
+
+    def __init__(self, storage: Storage, profile: Profile, rules: IndexRules) -> None:
+        self.storage = storage
+        self.profile = profile
+        self.rules = rules
+        self._cache: dict[str, tuple[object, IndexCheck]] = {}
+
+    @classmethod
+    def for_profile(cls, storage: Storage, profile: Profile) -> IndexInspector | None:
+        """An inspector when the profile has an install index, else None."""
+        rules = IndexRules.from_profile(profile)
+        return None if rules is None else cls(storage, profile, rules)
+
+    def check(self, tag: ReleaseTag, listing: Listing, *, fresh: bool = False) -> IndexCheck | None:
+        """Judge ``tag``'s staged index; None when the index's role takes no part in ``tag``
+        (a security release). Raises StorageError when a file cannot be read."""
+        if self.rules.role not in self.profile.roles_for(tag):
+            return None
+        rules, manifest_name = self.rules, self.rules.manifest_name(tag)
+        if rules.file not in listing and rules.catalog not in listing:
+            return IndexCheck(IndexVerdict(False))
+        names = (rules.file, rules.catalog, manifest_name)
+        stamp = tuple(listing[n].stamp if n in listing else None for n in names)
+        cached = self._cache.get(str(tag))
+        if not fresh and cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            check = self._read_and_judge(tag, listing)
+        except StagingUnreachable:
+            raise
+        except StorageError as err:  # not a regular file, too large: a reason, not an outage
+            reason = str(err).rstrip(".")
+            check = IndexCheck(IndexVerdict(True, (f"{rules.file} cannot be checked: {reason}",)))
+        self._cache[str(tag)] = (stamp, check)
+        return check
+
+    def _read_and_judge(self, tag: ReleaseTag, listing: Listing) -> IndexCheck:
+        rules, manifest_name = self.rules, self.rules.manifest_name(tag)
+        index = self._staged(tag, listing, rules.file)
+        live = self.storage.read_public(rules.file, MAX_INDEX)
+        manifest = self._staged(tag, listing, manifest_name)
+        if manifest is None:  # late files: the manifest may be public already
+            public = self.profile.public_target(tag, rules.role, manifest_name)
+            manifest = self.storage.read_public(public, MAX_INDEX)
+        verdict = judge_index(
+            rules,
+            tag,
+            index=index,
+            catalog_staged=rules.catalog in listing,
+            live=live,
+            manifest=manifest,
+        )
+        catalog = self.storage.read_public(rules.catalog, MAX_INDEX)
+        return IndexCheck(verdict, {rules.file: sha256(live), rules.catalog: sha256(catalog)})
+
+    def forget(self) -> None:
+        """Drop every cached verdict (after a publish, the live index may have changed)."""
+        self._cache.clear()
+
+    def _staged(self, tag: ReleaseTag, listing: Listing, name: str) -> bytes | None:
+        if name not in listing or not listing[name].regular:
+            return None
+        return self.storage.read(tag, name, MAX_INDEX)
+
+
+def set_aside(storage: Storage, plan: PublishPlan) -> None:
+    """Move the plan's replacing files out of the release's staging folder before promotion
+    (idempotent: a file already set aside with the planned bytes stays as it is)."""
+    for f in plan.replacements:
+        held = storage.read_aside(plan.tag, f.path, MAX_INDEX)
+        if held is None or sha256(held) != f.sha256:
+            storage.set_aside(plan.tag, f.path)
+
+
+def put_back(storage: Storage, plan: PublishPlan) -> None:
+    """Return the files set aside to staging: the publish stopped before anything moved."""
+    for f in plan.replacements:
+        storage.put_back(plan.tag, f.path)
+
+
+def swap(storage: Storage, plan: PublishPlan) -> str:
+    """Replace each live file of ``plan.replacements`` (the index, then its catalog) by one
+    atomic rename, if it is still what the plan recorded; returns what was done.
+
+    Idempotent: a live file that already has the planned bytes is done (a resume after a
+    crash between the two renames finishes the second). Raises :class:`IndexRaceLost` before
+    replacing anything when a live file changed since the plan, and StorageError when the
+    file set aside is not the planned one.
+    """
+    files = plan.replacements
+    live = {f.target: sha256(storage.read_public(f.target, MAX_INDEX)) for f in files}
+    for f in files:
+        if live[f.target] not in (f.replaces, f.sha256):
+            raise IndexRaceLost(
+                f"the live {f.target} changed since /publish {plan.tag} (another publish?), "
+                f"so it was left alone and nothing more of {plan.tag} is published (not "
+                f"registered, not announced); this publish goes on only once the live "
+                f"{f.target} is again the one the plan was made against."
+            )
+    todo = [f for f in files if live[f.target] != f.sha256]
+    for f in todo:
+        held = storage.read_aside(plan.tag, f.path, MAX_INDEX)
+        if sha256(held) != f.sha256:
+            raise StorageError(
+                f"the {f.path} set aside for {plan.tag} is not the confirmed one "
+                f"({'missing' if held is None else 'different bytes'}); nothing was replaced."
+            )
+    for f in todo:
+        storage.replace_public(plan.tag, f.path, f.target)
+    if not todo:
+        return "index already live"
+    return ", ".join(f.target for f in todo) + " replaced"
