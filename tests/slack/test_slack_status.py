@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from tests.slack.conftest import EVE, HUGO, Workspace
 from tests.slack.mock_web_api import block_problem
 
@@ -29,7 +31,9 @@ async def test_status_of_every_release_divides_them_and_names_one_with_nothing_s
     ws = workspace
     ws.world.stage(TAG)
     ws.world.stage("3.15.0a2")
-    await ws.answer(await ws.command(HUGO, "/hold", "3.14.2"))  # recorded, nothing staged
+    ws.world.stage("3.14.2")
+    await ws.answer(await ws.command(HUGO, "/hold", "3.14.2"))  # recorded...
+    shutil.rmtree(ws.world.staging / "3.14.2")  # ...and nothing staged any more
 
     status = await ws.answer(await ws.command(EVE, "/status"))
 
