@@ -1,4 +1,4 @@
-"""The configuration file: the example of DESIGN.md loads as written; everything else that is
+"""The configuration file: the contract's example (docs/configuration.md) loads as written; everything else that is
 wrong is one error naming the key; without a file, the built-in demo team."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from bot.config import Config, load_config
 from bot.errors import ConfigError
 
-# Copied verbatim from DESIGN.md ("Configuration"): the contract says it must load as written.
+# Copied verbatim from the contract's configuration example: it must load as written.
 DESIGN_EXAMPLE = r"""
 profile = "cpython"              # built-in profile: roles, expected files, signers
 state = "relbot-data/state.db"   # SQLite file, created if missing

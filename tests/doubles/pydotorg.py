@@ -5,8 +5,8 @@
         ...  # point a client at api.url ("http://127.0.0.1:PORT/api/v1/")
         api.files("Python 3.14.1"); api.requests; api.purges
 
-It enforces what the real API enforces (python/pythondotorg apps/downloads, pydotorg/resources.py,
-and REFERENCE.md): the ``Authorization: ApiKey user:key`` header (a key in the query string is
+It enforces what the real API enforces (python/pythondotorg apps/downloads and
+pydotorg/resources.py): the ``Authorization: ApiKey user:key`` header (a key in the query string is
 refused), a staff user for writes (Tastypie answers 401 "Operation restricted to staff users."),
 unique ``url`` and ``slug``, at most one download button per (release, OS), URLs under
 ``https://www.python.org/``, each sidecar URL equal to the file URL + its suffix, a list DELETE
