@@ -813,7 +813,7 @@ class Gate:
             waivers=tuple(state.waivers.values()),
             public=((seen.public if seen else None) or {}) if state.is_published else (),
         )
-        index = self._observation(tag).index
+        index = seen.index if seen is not None else None
         return replace(
             readiness,
             signatures=seen.signatures if seen is not None else (),
