@@ -169,7 +169,7 @@ def check_targets(fs: Primitives, places: Places, plan: PublishPlan) -> None:
     (else :class:`PromotionConflict`), every absent one has its file frozen or staged."""
     listed = Listings(fs)
     folders = {posixpath.dirname(places.target(f)) for f in plan.files}
-    for folder in sorted({a for d in folders for a in _ancestors(d, places.public)}):
+    for folder in sorted({a for d in folders for a in ancestors(d, places.public)}):
         entry = listed.entry(folder)
         if entry is not None and not entry.is_dir:
             raise StorageError(
@@ -394,7 +394,7 @@ def _folders(fs: Primitives, root: str) -> list[str] | None:
     return found
 
 
-def _ancestors(folder: str, stop: str) -> list[str]:
+def ancestors(folder: str, stop: str) -> list[str]:
     """``folder`` and its parents below ``stop`` (exclusive)."""
     found = []
     while folder.startswith(stop + "/"):

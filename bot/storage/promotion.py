@@ -18,6 +18,7 @@ from bot.storage.freezer import (
     Listings,
     Places,
     Primitives,
+    ancestors,
     check_targets,
     freeze,
     frozen_problems,
@@ -157,10 +158,10 @@ def promote(
     for source, target, _ in renames:
         fs.rename_public(source, target)
         touched.trees.append(target)
-        touched.folders.update(_parents(posixpath.dirname(target), places.public))
+        touched.folders.update(ancestors(posixpath.dirname(target), places.public))
     for m in singles:
         touched.files.append(m.target)
-        touched.folders.update(_parents(posixpath.dirname(m.target), places.public))
+        touched.folders.update(ancestors(posixpath.dirname(m.target), places.public))
     moved = _move_singles(fs, singles, touched, moved_before=bool(renames))
     fs.finish(touched)
     prune(fs, root, keep_root=False)
@@ -203,12 +204,3 @@ def _link_no_clobber(fs: Mover, m: Move, *, moved: bool) -> bool:
             ) from None
         return False
     return True
-
-
-def _parents(folder: str, stop: str) -> list[str]:
-    """``folder`` and its parents below ``stop`` (exclusive)."""
-    found = []
-    while folder.startswith(stop + "/"):
-        found.append(folder)
-        folder = posixpath.dirname(folder)
-    return found

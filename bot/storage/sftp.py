@@ -1085,12 +1085,7 @@ class _SftpFs:
         self.storage._rename(self.conn, source, target)
 
     def link_public(self, source: str, target: str) -> None:
-        try:
-            self.storage._link(self.conn, source, target)
-        except OSError:
-            if self.conn.alive and self.lstat(target) is not None:
-                raise FileExistsError(target) from None
-            raise
+        self.link(source, target)
 
     def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
         if not self.storage._exec_allowed(self.conn):
