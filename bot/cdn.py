@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import httpx
 
 from bot.domain.profile import Profile, expand
+from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
-from bot.registry import HttpClientOwner, PydotorgSettings, RetryPolicy, send_with_retries
+from bot.registry import HttpClientOwner, RetryPolicy, send_with_retries
 
 _log = logging.getLogger(__name__)
 
