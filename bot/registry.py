@@ -12,13 +12,10 @@ difference: records that already match are left alone, so running it again write
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Self
 
 import httpx
@@ -35,84 +32,13 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
+from bot.http_client import HttpClient, OtherOrigin, RetryPolicy
 from bot.ports import RegistryReport
 
 _log = logging.getLogger(__name__)
 
-# Statuses worth another try: rate limiting and server-side trouble.
-_RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 _PAGE_SIZE: Final = 100
 _MAX_PAGES: Final = 1000
-
-
-# --- HTTP with retries ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long to retry 429, 5xx and connection errors.
-
-    The n-th wait is ``backoff * 2 ** (n - 1)`` seconds, or the server's ``Retry-After``;
-    either is capped at ``max_wait``. ``sleep`` is injectable so tests need not wait.
-    """
-
-    attempts: int = 4
-    backoff: float = 1.0
-    max_wait: float = 60.0
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
-
-    def wait(self, attempt: int, response: httpx.Response | None) -> float:
-        """Seconds to wait after failed ``attempt`` (1-based)."""
-        hinted = _retry_after(response) if response is not None else None
-        wanted = hinted if hinted is not None else self.backoff * 2 ** (attempt - 1)
-        return max(0.0, min(wanted, self.max_wait))
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return (when - datetime.now(UTC)).total_seconds()
-
-
-def send_with_retries(
-    client: httpx.Client, request: httpx.Request, policy: RetryPolicy
-) -> tuple[httpx.Response, int]:
-    """Send ``request``, retrying 429, 5xx and transport errors; returns (response, attempts).
-
-    The last response is returned whatever its status; raises the last
-    :class:`httpx.TransportError` when every attempt failed to get one.
-    """
-    for attempt in range(1, policy.attempts + 1):
-        response: httpx.Response | None
-        try:
-            response = client.send(request)
-        except httpx.TransportError as err:
-            if attempt == policy.attempts:
-                raise
-            reason = type(err).__name__
-            response = None
-        else:
-            if response.status_code not in _RETRY_STATUSES or attempt == policy.attempts:
-                return response, attempt
-            response.close()
-            reason = f"HTTP {response.status_code}"
-        wait = policy.wait(attempt, response)
-        _log.warning(
-            "%s %s failed (%s); retrying in %.1f s", request.method, request.url, reason, wait
-        )
-        policy.sleep(wait)
-    raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
 
 # --- the client -------------------------------------------------------------------------------
@@ -127,23 +53,7 @@ class _ReleaseTarget:
     os_uris: Mapping[str, str]
 
 
-class HttpClientOwner:
-    """Something that owns an ``httpx.Client``: closed by ``close()`` or a ``with`` block."""
-
-    _client: httpx.Client
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class PydotorgRegistry(HttpClientOwner):
+class PydotorgRegistry:
     """python.org's release database through API v1 (``Authorization: ApiKey user:key``).
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
@@ -172,20 +82,30 @@ class PydotorgRegistry(HttpClientOwner):
         self._auth_source = auth_source
         self._profile = profile
         self.settings = PydotorgSettings.from_profile(profile)
-        self._retry = retry or RetryPolicy()
-        self._client = httpx.Client(
+        self._http = HttpClient(
+            origin=str(self._api_url),  # the key is never sent anywhere else
             headers={
                 "Authorization": f"ApiKey {self._user}:{self._secret}",
                 "Accept": "application/json",
             },
             transport=transport,
             timeout=timeout,
-            follow_redirects=False,  # a redirect could carry the key elsewhere
+            retry=retry,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     # -- the port
 
@@ -333,30 +253,27 @@ class PydotorgRegistry(HttpClientOwner):
     def _url(self, reference: str) -> httpx.URL:
         """``reference`` (relative to the API, or an absolute path from the API) as a URL on
         the API's own origin: the key is never sent anywhere else."""
-        url = self._api_url.join(reference)
-        if (url.scheme, url.host, url.port) != (
-            self._api_url.scheme,
-            self._api_url.host,
-            self._api_url.port,
-        ):
-            raise RegistryError(f"python.org pointed to another site ({url.host}); refusing.")
-        return url
+        try:
+            return self._http.join(reference)
+        except OtherOrigin as err:
+            raise RegistryError(
+                f"python.org pointed to another site ({err.url.host}); refusing."
+            ) from None
 
     def _send(
         self, method: str, url: httpx.URL, *, what: str, body: Record | None = None
     ) -> tuple[httpx.Response, int]:
-        request = self._client.build_request(
-            method,
-            url,
-            content=None if body is None else json.dumps(body).encode(),
-            headers={} if body is None else {"Content-Type": "application/json"},
-        )
         try:
-            response, attempts = send_with_retries(self._client, request, self._retry)
+            response, attempts = self._http.send(
+                method,
+                url,
+                content=None if body is None else json.dumps(body).encode(),
+                headers={} if body is None else {"Content-Type": "application/json"},
+            )
         except httpx.TransportError as err:
             raise RegistryError(
                 f"python.org could not be reached to {what} ({type(err).__name__} after "
-                f"{self._retry.attempts} attempts); try again later."
+                f"{self._http.retry.attempts} attempts); try again later."
             ) from err
         _log.debug("%s %s → %s", method, url, response.status_code)
         return response, attempts
