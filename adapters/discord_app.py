@@ -552,7 +552,7 @@ class DiscordPlatform:
         try:
             tags = sorted(await gate.open_tags(), reverse=True)
         except StorageError:
-            tags = gate.store.open_tags()
+            tags = gate.recorded_open_tags()
         wanted = current.strip().lower()
         return [
             app_commands.Choice(name=str(tag), value=str(tag))
