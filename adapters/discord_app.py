@@ -45,6 +45,7 @@ MAX_CHOICES = 25
 PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
+DISCORD_API = str(DiscordConfig.model_fields["api_url"].default).rstrip("/")  # unset api_url
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
 SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
 
@@ -298,8 +299,9 @@ class _Tree(app_commands.CommandTree[_Client]):
 class DiscordPlatform:
     """Slash commands in the configured server and posts in its release channel.
 
-    ``start`` logs in, syncs the commands to the server, asks Discord (``GET /gateway/bot``)
-    where its gateway is, connects there in a background task and returns once READY.
+    ``start`` logs in, syncs the commands to the server, connects to the gateway in a
+    background task and returns once READY. With ``discord.api_url`` set (tests), discord.py
+    is pointed at that API and at the gateway it names (``GET /gateway/bot``).
     """
 
     name = "discord"
@@ -376,29 +378,22 @@ class DiscordPlatform:
                 raise
 
     async def _connect(self) -> None:
-        self._point_at_api()
         try:
-            await self._client.login(self._token)  # then setup(): the commands are synced
+            await self._login()  # then setup(): the commands are synced
         except discord.LoginFailure as err:
             raise DiscordError(
                 f"discord.token_env: Discord refused the token in {self._settings.token_env}; "
                 "copy the bot token again from the Developer Portal (Bot, Reset Token)."
             ) from err
+        except discord.GatewayNotFound as err:
+            raise DiscordError(f"discord.api_url: {self._api} names no gateway.") from err
         except discord.HTTPException as err:
             if err.status >= 500:
                 raise DiscordUnreachable(f"discord.api_url: {self._api}: {err}") from err
             raise DiscordError(f"discord.api_url: cannot log in at {self._api}: {err}") from err
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             raise DiscordUnreachable(f"discord.api_url: cannot reach {self._api}: {err}") from err
-        # A plain Client dials its built-in gateway address; ask Discord where it is, as
-        # Discord asks bots to (and as api_url needs, in tests).
-        try:
-            _, gateway, _ = await self._client.http.get_bot_gateway()
-        except discord.GatewayNotFound as err:
-            raise DiscordError(f"discord.api_url: {self._api} names no gateway.") from err
-        except (aiohttp.ClientError, OSError, TimeoutError) as err:
-            raise DiscordUnreachable(f"discord.api_url: cannot reach {self._api}: {err}") from err
-        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
+        gateway = DiscordWebSocket.DEFAULT_GATEWAY
         self._task = asyncio.create_task(self._client.connect(), name="discord-gateway")
         ready = asyncio.create_task(self._client.wait_until_ready())
         done, _ = await asyncio.wait(
@@ -507,10 +502,20 @@ class DiscordPlatform:
         except OSError as err:  # the next start syncs again: harmless
             log.warning("discord: cannot remember the synced commands in %s: %s", partial, err)
 
-    def _point_at_api(self) -> None:
+    async def _login(self) -> None:
+        """Log in. With ``discord.api_url`` set to another API than Discord's (a test's fake
+        Discord), discord.py is pointed there first, and at the gateway that API names after.
+        discord.py reads both addresses from class attributes, so this redirection is
+        process-wide: it happens only then, only here, and :meth:`stop` undoes it."""
+        if self._api == DISCORD_API:
+            await self._client.login(self._token)
+            return
         if self._previous is None:
             self._previous = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
         Route.BASE = self._api
+        await self._client.login(self._token)
+        _, gateway, _ = await self._client.http.get_bot_gateway()
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -552,7 +557,7 @@ class DiscordPlatform:
         try:
             tags = sorted(await gate.open_tags(), reverse=True)
         except StorageError:
-            tags = gate.store.open_tags()
+            tags = gate.recorded_open_tags()
         wanted = current.strip().lower()
         return [
             app_commands.Choice(name=str(tag), value=str(tag))

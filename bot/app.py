@@ -1,15 +1,30 @@
-"""The composition root: builds the ports the config asks for and wires them into a gate."""
+"""The composition root: the one place that names the concrete adapters.
+
+It builds what the config asks for (storage, state, the python.org registry, the CDN purger,
+Sigstore, the chat platforms) and wires it into a gate; the gate and everything under it
+know only :mod:`bot.ports`. Heavy libraries (paramiko, sigstore, the chat SDKs) are imported
+only when their adapter is built.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO
 
+from adapters.console import FIXED_CODE_ENV as FIXED_CODE_ENV
+from adapters.console import Console, ConsoleChat, fixed_code
+from adapters.platform import FanoutChat
+from adapters.platform import Platform as Platform
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
 from bot.gate import Gate, new_code
 from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
+
+if TYPE_CHECKING:
+    from bot.scheduler import Poller  # APScheduler: loaded by those that run the bot
 
 
 def build_storage(config: Config) -> Storage:
@@ -104,3 +119,38 @@ def build_gate(
         verifier=build_verifier(config),
         code_factory=code_factory,
     )
+
+
+def build_platform(config: Config, name: str) -> Platform:
+    """The chat platform ``name`` (``slack``, ``discord``); each reads its own secrets from
+    the environment and raises ConfigError naming the key when one is missing."""
+    if name == "slack":
+        from adapters.slack import SlackPlatform  # each SDK is loaded when used
+
+        return SlackPlatform.from_config(config)
+    from adapters.discord_app import DiscordPlatform
+
+    return DiscordPlatform.from_config(config)
+
+
+def platforms_chat(platforms: Sequence[Platform]) -> Chat:
+    """One release channel over every platform's: a message shows on each."""
+    return FanoutChat([(p.name, p.chat) for p in platforms])
+
+
+def console_chat(out: TextIO) -> Chat:
+    """The release channel of the console platform: printed to ``out``."""
+    return ConsoleChat(out)
+
+
+def console_codes(environ: Mapping[str, str] = os.environ) -> Callable[[], str]:
+    """The console's confirmation codes: fixed by ``RELBOT_CONSOLE_FIXED_CODE`` for a
+    rehearsal (ConfigError when it is not a code), else random."""
+    return fixed_code(environ) or new_code
+
+
+def build_console(
+    gate: Gate, poller: Poller, people: Sequence[str], speaker: str, out: TextIO
+) -> Console:
+    """The console platform: commands typed as ``speaker`` (``/as NAME`` switches)."""
+    return Console(gate, poller, people, speaker, out)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
 import httpx
 
 from bot.domain.profile import Profile, expand
+from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
-from bot.registry import HttpClientOwner, PydotorgSettings, RetryPolicy, send_with_retries
+from bot.http_client import HttpClient, RetryPolicy
 
 _log = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ class PurgeReport:
         return not self.failed
 
 
-class CdnPurger(HttpClientOwner):
+class CdnPurger:
     """Sends HTTP ``PURGE`` to each URL template expanded for a tag.
 
     Placeholders: ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}`` (3.14) and
@@ -63,8 +65,7 @@ class CdnPurger(HttpClientOwner):
         # Where public paths are served (https://www.python.org/ftp/python/): files that a
         # publish replaced (the install index) are purged there, with their folder.
         self.files_url = files_url
-        self._retry = retry or RetryPolicy()
-        self._client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
+        self._http = HttpClient(transport=transport, timeout=timeout, retry=retry)
 
     @classmethod
     def from_profile(
@@ -87,6 +88,16 @@ class CdnPurger(HttpClientOwner):
 
     def __repr__(self) -> str:
         return f"CdnPurger({len(self.templates)} URL templates)"
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def urls(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> list[str]:
         """The URLs purged for ``tag``, in order, without duplicates; then, for each public
@@ -114,12 +125,11 @@ class CdnPurger(HttpClientOwner):
 
     def _purge_one(self, url: str) -> str | None:
         try:
-            request = self._client.build_request("PURGE", url)
-            response, _ = send_with_retries(self._client, request, self._retry)
+            response, _ = self._http.send("PURGE", url)
         except httpx.InvalidURL as err:
             return f"invalid URL ({err})"
         except httpx.TransportError as err:
-            return f"{type(err).__name__} after {self._retry.attempts} attempts"
+            return f"{type(err).__name__} after {self._http.retry.attempts} attempts"
         if response.is_success:
             return None
         return f"HTTP {response.status_code}"

@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__, release_cycle
-from bot.app import build_gate, build_registry, build_storage
+from bot.app import (
+    FIXED_CODE_ENV,
+    build_console,
+    build_gate,
+    build_platform,
+    build_registry,
+    build_storage,
+    console_chat,
+    console_codes,
+    platforms_chat,
+)
 from bot.config import Config, load_config
 from bot.demo import DEMO_TAG, stage_demo
 from bot.domain.tags import ReleaseTag
@@ -28,7 +38,7 @@ from bot.state import OwnerLock, StateStore, state_problems
 from bot.storage.lock import Holder, LateLease, StorageLease
 
 if TYPE_CHECKING:
-    from adapters.platform import Platform
+    from bot.app import Platform
     from bot.gate import Gate
 
 log = logging.getLogger("relbot")
@@ -123,8 +133,6 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             raise RelbotError(f"--platform {name}: the config has no [{name}] table.")
     if "console" in platforms and platforms != ["console"]:
         raise RelbotError("--platform console runs alone; chat platforms run together.")
-    from adapters.console import FIXED_CODE_ENV
-
     if platforms != ["console"] and os.environ.get(FIXED_CODE_ENV):
         raise RelbotError(
             f"{FIXED_CODE_ENV} is for console rehearsals only; unset it to run "
@@ -159,13 +167,12 @@ def _storage_lease(config: Config, holder: Holder) -> StorageLease:
 
 async def _run_platforms(config: Config, names: list[str], lease: StorageLease) -> int:
     """Serve the chat platforms on one gate until SIGTERM or SIGINT."""
-    from adapters.platform import FanoutChat
     from bot.scheduler import Poller
 
-    platforms: list[Platform] = [_make_platform(config, name) for name in names]
+    platforms: list[Platform] = [build_platform(config, name) for name in names]
     if (problem := _refresh_release_cycle(config)) is not None:
         print(f"relbot: {problem} Using {config.release_cycle.origin}.", file=sys.stderr)
-    gate = build_gate(config, FanoutChat([(p.name, p.chat) for p in platforms]))
+    gate = build_gate(config, platforms_chat(platforms))
     gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
@@ -225,33 +232,20 @@ async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
 
 
 async def _run_console(config: Config, speaker: str | None, lease: StorageLease) -> int:
-    from adapters.console import Console, ConsoleChat, fixed_code
-    from bot.gate import new_code
     from bot.scheduler import Poller
 
     people = list(config.people)
     speaker = speaker or people[0]
     if speaker not in people:
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
-    codes = fixed_code(os.environ) or new_code
+    codes = console_codes()
     _first_start(config)
-    gate = build_gate(config, ConsoleChat(sys.stdout), code_factory=codes)
+    gate = build_gate(config, console_chat(sys.stdout), code_factory=codes)
     gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     _banner(config, speaker)
     async with _health(config, gate):
-        return await Console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
-
-
-def _make_platform(config: Config, name: str) -> Platform:
-    """The adapter for ``name``; each reads its own secrets from the environment."""
-    if name == "slack":
-        from adapters.slack import SlackPlatform
-
-        return SlackPlatform.from_config(config)
-    from adapters.discord_app import DiscordPlatform
-
-    return DiscordPlatform.from_config(config)
+        return await build_console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
 
 
 def _first_start(config: Config) -> None:
@@ -409,4 +403,4 @@ def _registry_problems(config: Config) -> list[str]:
 
 
 def _platform_problems(config: Config, name: str) -> list[str]:
-    return _make_platform(config, name).check()
+    return build_platform(config, name).check()

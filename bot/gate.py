@@ -42,10 +42,9 @@ from bot.index_publishing import IndexCheck, IndexInspector
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
 from bot.metrics import Metrics
 from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal, listing, public_folders
-from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
+from bot.ports import Chat, Journal, Purger, Registry, SignatureVerifier, Storage
 from bot.release_locks import ReleaseLocks
 from bot.render import count, help_text, plan_text, size_text, summary_text, when
-from bot.state import StateStore
 from bot.storage.listing import RELEASE_FOLDER
 from bot.storage.lock import StorageLease
 from bot.team import Team
@@ -119,7 +118,7 @@ class Gate:
     def __init__(
         self,
         config: Config,
-        store: StateStore,
+        store: Journal,
         storage: Storage,
         chat: Chat,
         *,
@@ -1128,6 +1127,11 @@ class Gate:
 
     def _seen_listing(self, tag: ReleaseTag) -> Listing | None:
         return self._observation(tag).listing
+
+    def recorded_open_tags(self) -> list[ReleaseTag]:
+        """Releases with history and not yet published, from the journal alone (no storage
+        I/O): what a platform offers when the staging cannot be listed."""
+        return self.store.open_tags()
 
 
 def _refusal_reason(err: Refusal) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.domain.files import Listing
+from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
@@ -207,8 +208,43 @@ class Purger(Protocol):
         ...
 
 
+class Journal(Protocol):
+    """The event log of every release (append-only), and what it folds to. The state of a
+    release is derived from its events, never patched in place."""
+
+    def append(self, tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Event:
+        """Record one event (durable when this returns)."""
+        ...
+
+    def events(self, tag: ReleaseTag) -> list[Event]:
+        """Every event of ``tag``, oldest first."""
+        ...
+
+    def release(self, tag: ReleaseTag) -> ReleaseState:
+        """``tag``'s state, folded from its events."""
+        ...
+
+    def open_tags(self) -> list[ReleaseTag]:
+        """The releases someone acted on and not yet published (or with late files
+        confirmed since the last publish)."""
+        ...
+
+    def tags(self) -> list[ReleaseTag]:
+        """Every release recorded."""
+        ...
+
+    def summary_ref(self, tag: ReleaseTag) -> str | None:
+        """The chat reference of ``tag``'s summary message, if one was posted."""
+        ...
+
+    def set_summary_ref(self, tag: ReleaseTag, ref: str) -> None:
+        """Remember where ``tag``'s summary message is, to edit it in place."""
+        ...
+
+
 __all__ = [
     "Chat",
+    "Journal",
     "PromotionReport",
     "PurgeOutcome",
     "Purger",

@@ -117,7 +117,7 @@ def files_to_sign(
 def registered_by(profile: Profile, tag: ReleaseTag) -> Callable[[str], bool]:
     """Whether python.org's release database lists a staged path (the profile's [pydotorg]
     rules; a profile without them registers nothing)."""
-    from bot.registry import PydotorgSettings
+    from bot.domain.records import PydotorgSettings
 
     try:
         settings = PydotorgSettings.from_profile(profile)

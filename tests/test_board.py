@@ -19,7 +19,8 @@ from bot.board_http import BoardRoutes
 from bot.domain.files import Listing
 from bot.domain.tags import ReleaseTag
 from bot.health import HealthServer
-from bot.registry import PydotorgRegistry, RetryPolicy
+from bot.http_client import RetryPolicy
+from bot.registry import PydotorgRegistry
 from bot.storage.local import LocalStorage
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble

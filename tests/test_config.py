@@ -1,4 +1,4 @@
-"""The configuration file: the contract's example (docs/configuration.md) loads as written; everything else that is
+"""The configuration file: the contract's example loads as written; everything else that is
 wrong is one error naming the key; without a file, the built-in demo team."""
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ import pytest
 
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.registry import PydotorgRegistry, RetryPolicy
+from bot.http_client import RetryPolicy
+from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 from tests.test_gate_signatures import ARTIFACT, BUNDLE, DATA, sign_all, signed_world

@@ -11,8 +11,9 @@ import pytest
 from bot.demo import stage_demo
 from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
+from bot.http_client import RetryPolicy
 from bot.messages import ChannelKind
-from bot.registry import PydotorgRegistry, RetryPolicy
+from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.console_driver import publish_through_console
 from tests.doubles.pydotorg import PydotorgDouble

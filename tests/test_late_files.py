@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from bot.domain.history import EventKind
+from bot.http_client import RetryPolicy
 from bot.messages import ChannelKind
-from bot.registry import PydotorgRegistry, RetryPolicy
+from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.cdn import CdnPurger
-from bot.registry import PydotorgRegistry, RetryPolicy
+from bot.http_client import RetryPolicy
+from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 from tests.windows_index_data import LIVE_VERSIONS, index_bytes, stage_windows_index

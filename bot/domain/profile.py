@@ -84,7 +84,7 @@ class ProfileSpec(_Strict):
     sidecars: list[SidecarRule] = Field(default_factory=list)
     roles: dict[str, RoleSpec]
     signers: dict[str, tuple[str, str]] = Field(default_factory=dict)
-    # Free-form tables read by the port that needs them (bot/registry.py reads [pydotorg]).
+    # Free-form tables read by the code that needs them (bot/domain/records.py reads [pydotorg]).
     pydotorg: dict[str, Any] = Field(default_factory=dict)
     links: dict[str, str] = Field(default_factory=dict)  # label → URL template, announced
     # The Windows install-manager index (bot/domain/windows_index.py reads it): file, role,

@@ -1,0 +1,162 @@
+"""One small blocking HTTP client with retries, shared by the python.org registry and the CDN
+purger.
+
+It retries rate limiting (429), server trouble (5xx) and transport errors, honouring
+``Retry-After``; it never follows a redirect; and a client given an ``origin`` (the one that
+carries an API key) refuses any URL on another scheme, host or port, so the key never leaves
+for another site, whatever a server's answer points to.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final, Self
+
+import httpx
+
+_log = logging.getLogger(__name__)
+
+# Statuses worth another try: rate limiting and server-side trouble.
+RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry 429, 5xx and connection errors.
+
+    The n-th wait is ``backoff * 2 ** (n - 1)`` seconds, or the server's ``Retry-After``;
+    either is capped at ``max_wait``. ``sleep`` is injectable so tests need not wait.
+    """
+
+    attempts: int = 4
+    backoff: float = 1.0
+    max_wait: float = 60.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    def wait(self, attempt: int, response: httpx.Response | None) -> float:
+        """Seconds to wait after failed ``attempt`` (1-based)."""
+        hinted = _retry_after(response) if response is not None else None
+        wanted = hinted if hinted is not None else self.backoff * 2 ** (attempt - 1)
+        return max(0.0, min(wanted, self.max_wait))
+
+
+class OtherOrigin(ValueError):
+    """A URL on another site than the client's origin; ``url`` is that URL."""
+
+    def __init__(self, url: httpx.URL) -> None:
+        super().__init__(f"{url.host} is not this client's origin")
+        self.url = url
+
+
+class HttpClient:
+    """An ``httpx.Client`` that retries, never follows redirects and, given an ``origin``,
+    sends nothing anywhere else. Closed by :meth:`close` or a ``with`` block.
+
+    ``headers`` go with every request (an ``Authorization`` header needs an ``origin``).
+    """
+
+    def __init__(
+        self,
+        *,
+        origin: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if origin is None and headers and "Authorization" in headers:
+            raise ValueError("a client that sends credentials needs an origin")
+        self.origin = None if origin is None else httpx.URL(origin)
+        self.retry = retry or RetryPolicy()
+        self._client = httpx.Client(
+            headers=dict(headers or {}),
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=False,  # a redirect could carry the key elsewhere
+        )
+
+    def join(self, reference: str) -> httpx.URL:
+        """``reference`` (relative to the origin, or absolute) as a URL; raises
+        :class:`OtherOrigin` when it is on another scheme, host or port than the origin."""
+        url = httpx.URL(reference) if self.origin is None else self.origin.join(reference)
+        self._check_origin(url)
+        return url
+
+    def send(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[httpx.Response, int]:
+        """Send, retrying 429, 5xx and transport errors; returns (response, attempts).
+
+        The last response is returned whatever its status. Raises :class:`OtherOrigin` for a
+        URL off the origin, :class:`httpx.InvalidURL` for a malformed one, and the last
+        :class:`httpx.TransportError` when every attempt failed to get a response.
+        """
+        request = self._client.build_request(method, url, content=content, headers=headers)
+        self._check_origin(request.url)
+        policy = self.retry
+        for attempt in range(1, policy.attempts + 1):
+            response: httpx.Response | None
+            try:
+                response = self._client.send(request)
+            except httpx.TransportError as err:
+                if attempt == policy.attempts:
+                    raise
+                reason = type(err).__name__
+                response = None
+            else:
+                if response.status_code not in RETRY_STATUSES or attempt == policy.attempts:
+                    return response, attempt
+                response.close()
+                reason = f"HTTP {response.status_code}"
+            wait = policy.wait(attempt, response)
+            _log.warning(
+                "%s %s failed (%s); retrying in %.1f s", request.method, request.url, reason, wait
+            )
+            policy.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_origin(self, url: httpx.URL) -> None:
+        origin = self.origin
+        if origin is not None and (url.scheme, url.host, url.port) != (
+            origin.scheme,
+            origin.host,
+            origin.port,
+        ):
+            raise OtherOrigin(url)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - datetime.now(UTC)).total_seconds()

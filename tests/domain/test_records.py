@@ -1,0 +1,167 @@
+"""The python.org record rules, without python.org: which file becomes which record, the
+consistency python.org demands, and the create-before-delete order of the writes."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.profile import Profile, load_profile
+from bot.domain.records import (
+    Create,
+    Delete,
+    PydotorgSettings,
+    Record,
+    differs,
+    make_slug,
+    planned_records,
+    schedule,
+    slug_for,
+)
+from bot.domain.tags import ReleaseTag
+from bot.errors import ConfigError, RegistryError
+
+SIDECARS = ("gpg_signature_file", "sigstore_bundle_file")
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return load_profile("cpython")
+
+
+def plan_of(profile: Profile, text: str, *paths: tuple[str, str]) -> PublishPlan:
+    """A plan of (role, path) files, each at its public target."""
+    tag = ReleaseTag.parse(text)
+    files = tuple(
+        PlanFile(path, profile.public_target(tag, role, path), role, 1000 + len(path), sha(path))
+        for role, path in paths
+    )
+    return PublishPlan(tag, files)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def settings_with(profile: Profile, **changes: Any) -> PydotorgSettings:
+    return PydotorgSettings.model_validate({**profile.spec.pydotorg, **changes})
+
+
+def record(url: str, slug: str, *, os: str = "/api/v1/downloads/os/1/", **more: Any) -> Record:
+    return {"url": url, "slug": slug, "os": os, "download_button": False, "name": slug, **more}
+
+
+def test_slugs_follow_add_to_pydotorg() -> None:
+    assert slug_for(ReleaseTag.parse("3.14.0rc2")) == "3140-rc2"
+    assert slug_for(ReleaseTag.parse("3.13.9")) == "3139"
+    assert make_slug("Windows installer (64-bit)") == "Windows-installer-64-bit"
+
+
+def test_a_source_tarball_becomes_the_source_download_button(profile: Profile) -> None:
+    settings = PydotorgSettings.from_profile(profile)
+    plan = plan_of(
+        profile,
+        "3.14.1",
+        ("source", "Python-3.14.1.tar.xz"),
+        ("source", "Python-3.14.1.tar.xz.sigstore"),
+    )
+    (only,) = planned_records(settings, profile, plan)
+    assert only.target == "3.14.1/Python-3.14.1.tar.xz"
+    assert only.url == "https://www.python.org/ftp/python/3.14.1/Python-3.14.1.tar.xz"
+    assert only.slug == "3141-XZ-compressed-source-tarball"
+    assert (only.os, only.is_source, only.download_button) == ("source", True, True)
+    assert only.sidecars == (("sigstore_bundle_file", only.url + ".sigstore"),)
+    assert only.sha256_sum == sha("Python-3.14.1.tar.xz")
+
+
+def test_files_no_rule_matches_and_other_folders_get_no_record(profile: Profile) -> None:
+    settings = PydotorgSettings.from_profile(profile)
+    plan = plan_of(
+        profile,
+        "3.14.1",
+        ("source", "Python-3.14.1.tgz"),
+        ("source", "README.txt"),  # no rule
+        ("docs", "python-3.14.1-docs.epub"),  # the docs folder
+        ("source", "Python-3.13.9.tgz"),  # another release's name
+    )
+    assert [r.target for r in planned_records(settings, profile, plan)] == [
+        "3.14.1/Python-3.14.1.tgz"
+    ]
+
+
+def test_a_description_since_a_branch_applies_from_that_branch(profile: Profile) -> None:
+    settings = PydotorgSettings.from_profile(profile)
+    rule = settings.rule_for(ReleaseTag.parse("3.14.1"), "python-3.14.1-macos11.pkg")
+    assert rule is not None
+    assert rule.description_for(ReleaseTag.parse("3.14.1")) == "for macOS 10.15 and later"
+    assert rule.description_for(ReleaseTag.parse("3.13.9")) == "for macOS 10.13 and later"
+
+
+def test_two_download_buttons_for_one_os_are_refused(profile: Profile) -> None:
+    rules = [
+        {"match": r"\.tgz$", "name": "Gzipped", "os": "source", "download_button": True},
+        {"match": r"\.tar\.xz$", "name": "XZ", "os": "source", "download_button": True},
+    ]
+    plan = plan_of(
+        profile, "3.14.1", ("source", "Python-3.14.1.tgz"), ("source", "Python-3.14.1.tar.xz")
+    )
+    with pytest.raises(RegistryError, match="both be the download button of OS 'source'"):
+        planned_records(settings_with(profile, rules=rules), profile, plan)
+
+
+def test_two_files_with_one_slug_are_refused(profile: Profile) -> None:
+    rules = [{"match": r"\.t", "name": "Source", "os": "source"}]
+    plan = plan_of(
+        profile, "3.14.1", ("source", "Python-3.14.1.tgz"), ("source", "Python-3.14.1.tar.xz")
+    )
+    with pytest.raises(RegistryError, match=r"same python\.org slug '3141-Source'"):
+        planned_records(settings_with(profile, rules=rules), profile, plan)
+
+
+def test_a_rule_that_is_not_a_regex_is_a_config_error(profile: Profile) -> None:
+    spec = {**profile.spec.pydotorg, "rules": [{"match": "(", "name": "x", "os": "source"}]}
+    broken = Profile(profile.spec.model_copy(update={"pydotorg": spec}))
+    with pytest.raises(ConfigError, match=r"pydotorg\.rules\.0\.match"):
+        PydotorgSettings.from_profile(broken)
+
+
+def test_matching_records_are_left_alone() -> None:
+    have = [record("u/a", "a", resource_uri="/api/v1/downloads/release_file/1/", filesize=10)]
+    want = {"u/a": record("u/a", "a", os="https://www.python.org/api/v1/downloads/os/1/")}
+    want["u/a"]["filesize"] = "10"  # listed as a number, posted as whatever: equal
+    assert schedule(have, want, SIDECARS) == ([], 1)
+
+
+def test_new_records_come_before_deletions() -> None:
+    stale = record("u/old", "old")
+    steps, unchanged = schedule([stale], {"u/new": record("u/new", "new")}, SIDECARS)
+    assert steps == [Create(record("u/new", "new"), replaces=False), Delete(stale, False)]
+    assert unchanged == 0
+
+
+def test_a_changed_record_is_deleted_right_before_its_replacement() -> None:
+    old = record("u/a", "a", sha256_sum="1")
+    new = record("u/a", "a", sha256_sum="2")
+    other = record("u/b", "b")
+    steps, _ = schedule([old], {"u/b": other, "u/a": new}, SIDECARS)
+    assert steps == [
+        Create(other, replaces=False),
+        Delete(old, replaced=True),
+        Create(new, replaces=True),
+    ]
+
+
+def test_a_download_button_moves_by_deleting_the_old_holder_first() -> None:
+    old = record("u/old", "old", download_button=True)
+    new = record("u/new", "new", download_button=True)
+    steps, _ = schedule([old], {"u/new": new}, SIDECARS)
+    assert steps == [Delete(old, replaced=False), Create(new, replaces=False)]
+
+
+def test_a_sidecar_the_plan_no_longer_has_must_be_blank() -> None:
+    have = record("u/a", "a", gpg_signature_file="u/a.asc")
+    assert differs(have, record("u/a", "a"), SIDECARS)
+    assert not differs(record("u/a", "a", gpg_signature_file=""), record("u/a", "a"), SIDECARS)
