@@ -150,6 +150,10 @@ class Gate:
     def verifier(self) -> SignatureVerifier | None:
         return self._conn.verifier
 
+    @verifier.setter
+    def verifier(self, verifier: SignatureVerifier | None) -> None:
+        self._conn.verifier = verifier
+
     @property
     def purger(self) -> Purger | None:
         return self._conn.purger
