@@ -29,6 +29,7 @@ from bot.messages import ChannelKind, ChannelMessage
 from bot.metrics import Metrics
 from bot.pinning import listing, public_folders
 from bot.refusals import Refusal
+from bot.release_locks import ReleaseLocks
 from bot.render import size_text
 from bot.reporter import Reporter
 from bot.state import StateStore
@@ -66,7 +67,7 @@ class Promote:
     def __init__(self, conn: Connections, metrics: Metrics) -> None:
         self._conn = conn
         self._metrics = metrics
-        self._public_locks: dict[str, asyncio.Lock] = {}  # per public folder: one promotion
+        self._public_locks = ReleaseLocks()  # per public folder: one promotion; kept while used
 
     async def run(self, run: Run) -> str:
         plan, storage = run.plan, self._conn.storage
@@ -74,9 +75,7 @@ class Promote:
             # Two tags sharing a public folder (3.14.0rc1, rc2 → 3.14.0/) never promote at
             # once: each conflict check must see the other's files.
             for folder in public_folders(plan):
-                await stack.enter_async_context(
-                    self._public_locks.setdefault(folder, asyncio.Lock())
-                )
+                await stack.enter_async_context(self._public_locks.hold(folder))
             # The install index leaves the frozen release first: it replaces the live one
             # after promotion (the index step), never by promotion's no-clobber moves.
             await asyncio.to_thread(index_publishing.set_aside, storage, plan)
