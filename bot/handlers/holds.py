@@ -13,6 +13,7 @@ from bot.services import Services
 
 
 async def hold(s: Services, person: str, command: cmd.Hold, state: ReleaseState) -> Reply:
+    """Block publishing ``tag`` (a release someone staged or acted on) until lifted."""
     tag = command.tag
     if tag not in s.store.open_tags() and (
         await asyncio.to_thread(s.conn.storage.list_staging, tag) is None
@@ -32,6 +33,7 @@ async def hold(s: Services, person: str, command: cmd.Hold, state: ReleaseState)
 
 
 async def unhold(s: Services, person: str, command: cmd.Unhold, state: ReleaseState) -> Reply:
+    """Lift ``person``'s hold, or every hold when an RM lifts them."""
     tag = command.tag
     if not state.holds:
         raise Refusal(f"{tag} is not on hold.")

@@ -11,6 +11,7 @@ from bot.services import Services
 
 
 async def respin(s: Services, person: str, command: cmd.Respin, state: ReleaseState) -> Reply:
+    """Withdraw every claim and the pending plan; staging is left as it is."""
     tag = command.tag
     refuse_unless(authority.may_respin(s.team, person, tag))
     if not state.claims and state.offer is None:

@@ -15,6 +15,7 @@ from bot.services import Services
 
 
 async def waive(s: Services, person: str, command: cmd.Waive, state: ReleaseState) -> Reply:
+    """Waive a file or a role for this release only (``resolve_target`` says which)."""
     tag, target = command.tag, command.target
     refuse_unless(authority.may_waive(s.team, person, tag))
     if target in state.waivers:
@@ -35,6 +36,7 @@ async def waive(s: Services, person: str, command: cmd.Waive, state: ReleaseStat
 
 
 async def unwaive(s: Services, person: str, command: cmd.Unwaive, state: ReleaseState) -> Reply:
+    """Undo a waiver."""
     tag, target = command.tag, command.target
     refuse_unless(authority.may_unwaive(s.team, person, tag))
     if target not in state.waivers:
