@@ -60,13 +60,29 @@ def test_the_domain_does_no_io(path: Path) -> None:
     assert not bad, f"{path.name} imports {bad}"
 
 
-def test_the_gate_knows_the_world_through_ports_only() -> None:
+# The service layer: the gate and the collaborators it is made of.
+SERVICE_LAYER = [
+    ROOT / "bot" / name
+    for name in (
+        "gate.py",
+        "services.py",
+        "observer.py",
+        "pipeline.py",
+        "reporter.py",
+        "connections.py",
+        "refusals.py",
+    )
+] + modules("bot/handlers")
+
+
+@pytest.mark.parametrize("path", SERVICE_LAYER, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_service_layer_knows_the_world_through_ports_only(path: Path) -> None:
     bad = [
         name
-        for name in imports(ROOT / "bot" / "gate.py")
+        for name in imports(path)
         if within(name, CONCRETE + IO_LIBRARIES + CHAT_SDKS + ("adapters",))
     ]
-    assert not bad, f"bot/gate.py imports {bad}"
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
 @pytest.mark.parametrize("path", modules("bot"), ids=lambda p: str(p.relative_to(ROOT)))

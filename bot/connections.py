@@ -1,0 +1,22 @@
+"""The connections to the outside (the ports) that the gate's collaborators share.
+
+Held in one mutable object so that wiring set after construction (``relbot run`` takes the
+storage lease after building the gate; tests swap in a registry) reaches every collaborator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
+from bot.storage.lock import StorageLease
+
+
+@dataclass
+class Connections:
+    storage: Storage
+    chat: Chat
+    registry: Registry | None = None
+    verifier: SignatureVerifier | None = None
+    purger: Purger | None = None
+    lease: StorageLease | None = None  # the storage lock, held by `relbot run`

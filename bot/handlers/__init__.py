@@ -1,0 +1,66 @@
+"""One small handler per command, each a function ``(services, person, command, state) ->
+Reply`` that checks the domain's rules, appends events and tells the channel; a refusal is a
+raised :class:`bot.refusals.Refusal` and changes nothing.
+
+``dispatch`` applies what every command on a release needs first: an RM for its branch, a
+release not already published (unless late files are staged), no publish in progress
+(except the commands that may pause or cancel one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bot.domain import authority
+from bot.domain import commands as cmd
+from bot.domain.history import ReleaseState
+from bot.handlers.claims import ready, unready
+from bot.handlers.holds import hold, unhold
+from bot.handlers.publishing import abort, confirm, publish
+from bot.handlers.respin import respin
+from bot.handlers.status import status
+from bot.handlers.waivers import unwaive, waive
+from bot.messages import Reply
+from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal
+from bot.refusals import Refusal, refuse_unless
+from bot.render import when
+from bot.services import Services
+
+Handler = Callable[[Services, str, Any, ReleaseState], Awaitable[Reply]]
+
+HANDLERS: dict[type[cmd.Command], Handler] = {
+    cmd.Ready: ready,
+    cmd.Unready: unready,
+    cmd.Hold: hold,
+    cmd.Unhold: unhold,
+    cmd.Publish: publish,
+    cmd.Confirm: confirm,
+    cmd.Respin: respin,
+    cmd.Waive: waive,
+    cmd.Unwaive: unwaive,
+    cmd.Abort: abort,
+}
+
+__all__ = ["HANDLERS", "dispatch", "status"]
+
+
+async def dispatch(s: Services, person: str, command: cmd.Command) -> Reply:
+    """Run ``command``'s handler for ``person`` (on the team); raises :class:`Refusal`."""
+    assert not isinstance(command, cmd.Help | cmd.Status)
+    tag = command.tag
+    refuse_unless(authority.unmanaged(s.team, tag), Refusal)
+    state = s.store.release(tag)
+    if (
+        state.is_published
+        and state.published_at is not None
+        and state.publishing is None
+        and not await s.observer.late(tag)
+    ):
+        raise Refusal(
+            f"{tag} is already published (by {state.published_by} at "
+            f"{when(state.published_at)}); nothing to change."
+        )
+    if state.publishing is not None and not isinstance(command, ALLOWED_WHILE_PUBLISHING):
+        raise Refusal(busy_refusal(tag, s.reporter.trouble(tag)))
+    return await HANDLERS[type(command)](s, person, command, state)

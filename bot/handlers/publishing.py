@@ -1,0 +1,180 @@
+"""``/publish TAG``, ``/publish TAG confirm CODE`` and ``/abort TAG``: an RM's plan, its
+confirmation (freeze the files, then run the pipeline) and cancelling it while nothing is
+public."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot import index_publishing
+from bot.domain import authority
+from bot.domain import commands as cmd
+from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code
+from bot.domain.history import EventKind, ReleaseState, plan_to_json
+from bot.domain.plan import PublishPlan
+from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
+from bot.messages import ConfirmPrompt, Reply, Tone
+from bot.pinning import listing
+from bot.refusals import CodeRefused, Refusal, refuse_unless
+from bot.render import plan_text, when
+from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+
+async def publish(s: Services, person: str, command: cmd.Publish, state: ReleaseState) -> Reply:
+    """Offer the plan and a confirmation code (stored hashed) that expires."""
+    tag = command.tag
+    refuse_unless(authority.may_publish(s.team, person, tag))
+    plan = await s.publishable_plan(tag, state)
+    code = s.new_code()
+    timeout = s.config.model.confirm_timeout
+    s.store.append(
+        tag,
+        person,
+        EventKind.PLANNED,
+        code_hash=hash_code(code),
+        expires_at=s.clock() + timeout,
+        plan=plan_to_json(plan),
+    )
+    prompt = ConfirmPrompt(str(tag), code)
+    return Reply(plan_text(plan, max(1, timeout // 60), prompt.line), plan=plan, confirm=prompt)
+
+
+def code_refusal(tag: ReleaseTag, problem: CodeProblem) -> str:
+    """The one sentence refusing a confirmation code."""
+    again = f"type /publish {tag} for a new plan"
+    match problem.fault:
+        case CodeFault.SPENT:
+            return f"That confirmation code was {problem.why}; {again}."
+        case CodeFault.NOT_YOURS:
+            return (
+                f"That confirmation code was issued to {problem.holder}; only they can "
+                f"use it ({again} of your own)."
+            )
+        case CodeFault.EXPIRED:
+            return f"That confirmation code expired at {when(problem.expired_at)}; {again}."
+    return f"That confirmation code is not valid for {tag}; {again}."
+
+
+async def confirm(s: Services, person: str, command: cmd.Confirm, state: ReleaseState) -> Reply:
+    """Check the code and that staging still is the plan, journal the confirmation, freeze
+    the files and run the pipeline."""
+    tag = command.tag
+    refuse_unless(authority.may_publish(s.team, person, tag))
+    code_hash = hash_code(command.code)
+    again = f"type /publish {tag} for a new plan"
+    problem = check_code(state.offer, state.spent_codes, code_hash, person, s.clock())
+    if problem is not None:
+        raise CodeRefused(code_refusal(tag, problem))
+    assert state.offer is not None
+    plan = await s.publishable_plan(tag, state)
+    if plan.digest != state.offer.plan.digest:
+        changed = plan_difference(state.offer.plan, plan)
+        raise Refusal(
+            f"Staging changed since the plan ({changed}); nothing was published, {again}."
+        )
+    if trouble := await s.reporter.storage_trouble():
+        raise Refusal(f"{trouble} Nothing was published.")
+    # Journal the confirmation first: from here on, every resume pins to this plan.
+    before = await asyncio.to_thread(s.conn.storage.in_public, plan)
+    s.store.append(
+        tag,
+        person,
+        EventKind.CONFIRMED,
+        code_hash=code_hash,
+        digest=plan.digest,
+        public_before=before,
+    )
+    verified = await freeze(s, person, tag, plan, again)
+    await s.pipeline.run(s.store.release(tag), verified=verified)
+    done = s.store.release(tag)
+    if len(done.public_files) == len(state.public_files):  # not (yet) published
+        return Reply(
+            f"Publishing {tag} did not finish; the channel has the reason and it "
+            "resumes by itself once the cause is fixed.",
+            Tone.REFUSAL,
+            refusal="publish_stopped",
+        )
+    return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
+
+
+async def freeze(s: Services, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:
+    """Move the confirmed files out of the uploaders' reach and hash them there (the
+    confirmation's fresh hash). True when they are exactly the plan; a difference puts
+    them back and refuses. A storage fault leaves the freeze to the resumed promotion."""
+    storage = s.conn.storage
+    try:
+        problems = await asyncio.to_thread(storage.freeze, plan)
+    except StorageError as err:
+        log.warning("freezing %s failed: %s", tag, err)
+        return False
+    if not problems:
+        return True
+    try:
+        clashes = await asyncio.to_thread(storage.thaw, plan)
+    except StorageError as err:  # the publish stays pinned and stopped: /abort retries
+        raise Refusal(
+            f"Staging changed since the plan ({', '.join(problems)}); nothing was "
+            f"published, but putting the files back failed ({err}); /abort {tag} retries."
+        ) from err
+    reason = f"staging changed since the plan ({', '.join(problems)})"
+    s.store.append(tag, person, EventKind.ABORTED, reason=reason)
+    kept = f"; {listing(clashes)} stayed frozen (a newer upload has its name)" if clashes else ""
+    raise Refusal(
+        f"Staging changed since the plan ({', '.join(problems)}); nothing was "
+        f"published{kept}, {again}."
+    )
+
+
+async def abort(s: Services, person: str, command: cmd.Abort, state: ReleaseState) -> Reply:
+    """Put a confirmed publish's files back in staging, while none of them is public."""
+    tag = command.tag
+    refuse_unless(authority.may_abort(s.team, person, tag))
+    plan = state.publishing
+    if plan is None:
+        raise Refusal(f"{tag} has no confirmed publish to abort.")
+    public = await s.pipeline.made_public(state)
+    if public:
+        raise Refusal(
+            f"Publishing {tag} cannot be aborted: {listing(public)} "
+            f"{'is' if len(public) == 1 else 'are'} public already, and published files "
+            "are never taken back."
+        )
+    clashes = await asyncio.to_thread(s.conn.storage.thaw, plan)
+    await asyncio.to_thread(index_publishing.put_back, s.conn.storage, plan)
+    s.store.append(tag, person, EventKind.ABORTED, reason=f"aborted by {person} with /abort")
+    s.reporter.clear_trouble(tag)
+    kept = (
+        f"; {listing(clashes)} stayed in the bot's frozen area because a different file "
+        "with that name was uploaded since"
+        if clashes
+        else ""
+    )
+    await s.reporter.notice(tag, f"{person} aborted the publish of {tag}; nothing was made public.")
+    await s.refresh(tag)
+    return Reply(
+        f"Publishing {tag} was aborted: its files are back in staging{kept}; claims are "
+        f"unchanged and /publish {tag} works again.",
+        Tone.SUCCESS,
+    )
+
+
+def plan_difference(old: PublishPlan, new: PublishPlan) -> str:
+    """What differs between the plan offered and the plan staging gives now."""
+    before = {f.path: f for f in old.files}
+    after = {f.path: f for f in new.files}
+    changes = [f"{p} added" for p in after.keys() - before.keys()]
+    changes += [f"{p} removed" for p in before.keys() - after.keys()]
+    changes += [
+        f"the live {after[p].target} changed"
+        if before[p].replaces != after[p].replaces
+        else f"{p} changed"
+        for p in before.keys() & after.keys()
+        if before[p] != after[p]
+    ]
+    if old.waivers != new.waivers:
+        changes.append("waivers changed")
+    return ", ".join(sorted(changes)) or "files changed"

@@ -1,0 +1,183 @@
+"""What the command handlers and the scheduled scan share: the gate's collaborators (the
+observer of staging, the reporter to the channel, the publish pipeline), the per-release
+locks, and the few operations more than one handler performs (re-render a summary, withdraw
+claims whose files changed, build the plan ``/publish`` would offer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+from bot.config import Config
+from bot.connections import Connections
+from bot.domain.files import Listing, changed_since, needs_digest
+from bot.domain.history import EventKind, ReleaseState
+from bot.domain.plan import PublishPlan, make_plan
+from bot.domain.signing import sign_command
+from bot.domain.tags import ReleaseTag
+from bot.errors import RegistryError
+from bot.metrics import Metrics
+from bot.observer import Observer
+from bot.pipeline import BOT, Pipeline
+from bot.ports import Journal
+from bot.refusals import Refusal
+from bot.release_locks import ReleaseLocks
+from bot.reporter import Reporter
+from bot.team import Team
+
+
+class Services:
+    def __init__(
+        self,
+        config: Config,
+        store: Journal,
+        conn: Connections,
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+        settle_seconds: float,
+        code_factory: Callable[[], str],
+    ) -> None:
+        self.config = config
+        self.profile = config.profile
+        self.team = Team(config.people)
+        self.store = store
+        self.conn = conn
+        self.clock = clock
+        self.new_code = code_factory
+        self.metrics = Metrics()
+        self.locks = ReleaseLocks()
+        self.observer = Observer(
+            self.profile,
+            conn,
+            require_signatures=config.model.signatures.require,
+            sleep=sleep,
+            settle_seconds=settle_seconds,
+        )
+        self.reporter = Reporter(
+            conn, store, self.team, clock=clock, poll_interval=config.model.poll_interval
+        )
+        self.pipeline = Pipeline(
+            conn, store, self.profile, self.metrics, self.reporter, published=self._published
+        )
+
+    def lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]:
+        """Serializes the commands and scans of ``tag``."""
+        return self.locks.hold(str(tag))
+
+    def retained_tags(self) -> set[str]:
+        """The releases anything is kept for in memory (locks, observations, hashes,
+        bundles, what the channel was told): open releases only, whatever was typed."""
+        kept = self.locks.keys() | self.observer.retained_tags()
+        return kept | self.reporter.retained_tags()
+
+    async def refresh(self, tag: ReleaseTag) -> None:
+        """Re-render the summary from the last listing seen (no new listing)."""
+        state = self.store.release(tag)
+        listing = self.observer.last_listing(tag) or {}
+        await self.reporter.summary(self.observer.readiness(tag, listing, None, state), state)
+        if state.is_published:  # its last summary is shown: nothing left to observe
+            self.forget(tag)
+
+    def forget(self, tag: ReleaseTag) -> None:
+        """Drop everything kept for ``tag`` (a published release)."""
+        self.observer.forget_files(tag)
+        self.observer.forget(tag)
+        self.reporter.forget(tag)
+
+    async def _published(self, tag: ReleaseTag) -> None:
+        self.observer.forget(tag)
+        self.reporter.forget(tag)
+        if self.observer.index is not None:
+            self.observer.index.forget()  # the live index may have changed: judge afresh
+        await self.refresh(tag)
+
+    async def scan_release(self, tag: ReleaseTag) -> None:
+        """A scan's look at one open release: list it, withdraw claims whose files changed,
+        check signatures and the install index, update the summary."""
+        observer = self.observer
+        state = self.store.release(tag)
+        if state.publishing is not None:
+            return
+        listing = await asyncio.to_thread(self.conn.storage.list_staging, tag)
+        if state.is_published and not listing:
+            return  # published, and no late files staged
+        if listing is None:
+            listing = {}
+        await observer.list_public(tag, state)
+        previous = observer.last_listing(tag)
+        observer.sight(tag).listing = listing
+        observer.sight(tag).previous = previous
+        if await self.withdraw_changed_claims(tag, listing, state):
+            state = self.store.release(tag)
+        readiness = observer.readiness(tag, listing, previous, state)
+        readiness = await observer.check_signatures(readiness)
+        readiness = await observer.check_index(readiness, listing)
+        await self.reporter.summary(readiness, state)
+
+    async def withdraw_changed_claims(
+        self, tag: ReleaseTag, listing: Listing, state: ReleaseState
+    ) -> bool:
+        """Withdraw (and tell the claimer of) each claim whose files changed after
+        ``/ready``; whether any was."""
+        withdrew = False
+        for role, claim in state.claims.items():
+            paths = needs_digest(claim.snapshot, listing)
+            digests = await self.observer.digest(tag, listing, paths)
+            changed = changed_since(claim.snapshot, listing, digests)
+            if not changed:
+                continue
+            what = ", ".join(changed)
+            verb = "changed" if all(p in listing for p in changed) else "changed or disappeared"
+            reason = f"{what} {verb} after /ready"
+            self.store.append(tag, BOT, EventKind.WITHDRAWN, role=role, reason=reason)
+            await self.reporter.notice(
+                tag,
+                f"The {role} claim on {tag} was withdrawn: {reason}. "
+                f"{claim.person}: check the files and say /ready {role} {tag} "
+                "again.",
+                mentions=[claim.person],
+            )
+            withdrew = True
+        return withdrew
+
+    async def publishable_plan(
+        self, tag: ReleaseTag, state: ReleaseState, *, fresh: bool = False
+    ) -> PublishPlan:
+        """Check everything ``/publish`` needs, withdrawing claims whose files changed, and
+        build the plan; raises :class:`Refusal` with the blockers. ``fresh`` hashes every
+        file again (at confirmation: a same-size rewrite within one mtime tick must not
+        slip through)."""
+        observer = self.observer
+        readiness, listing = await observer.observe(tag, state, settle=True)
+        if await self.withdraw_changed_claims(tag, listing, state):
+            state = self.store.release(tag)
+            readiness = observer.readiness(tag, listing, observer.last_listing(tag), state)
+        readiness = await observer.check_index(readiness, listing, fresh=True)
+        blockers = readiness.blockers
+        if self.conn.registry is not None and not blockers:
+            try:
+                await asyncio.to_thread(self.conn.registry.preflight, tag)
+            except RegistryError as err:
+                blockers.append(f"python.org: {err}")
+        if blockers:
+            text = f"{tag} cannot be published yet: " + "; ".join(blockers) + "."
+            if self.config.model.signatures.require and readiness.unsigned:
+                text += f" To sign what lacks a signature, run: {self.sign_line(tag)}"
+            raise Refusal(text)
+        paths = [f.path for role in readiness.roles for f in role.present]
+        digests = await observer.digest(tag, listing, paths, fresh=fresh)
+        index = observer.sight(tag).index
+        plan = make_plan(self.profile, readiness, listing, digests, index.live if index else None)
+        if not plan.files:
+            raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
+        return plan
+
+    def sign_line(self, tag: ReleaseTag) -> str:
+        """The ``relbot sign`` command line that signs what ``tag`` lacks."""
+        origin = self.config.origin  # a file's path, or "built-in default"
+        from_file = origin != "built-in default"
+        return sign_command(tag, str(self.config.path(Path(origin).name)) if from_file else None)
