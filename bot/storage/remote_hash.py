@@ -1,0 +1,143 @@
+"""SHA-256 digests of server files, computed on the server: ``sha256sum`` batches run by
+parallel processes over one exec channel (a download when exec is not allowed), and a cache
+of digests keyed by the (size, mtime) the latest listing reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Iterable, Sequence
+
+from bot.errors import StorageError
+from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
+
+Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
+
+_HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch of files
+
+
+class RemoteHasher:
+    """Hashes server paths over ``link``, remembering each digest with the stamp it was
+    computed at; callers hold ``link.lock`` (``cached``, ``remember``) or run in a call."""
+
+    def __init__(self, link: SshLink) -> None:
+        self.link = link
+        self._stamps: dict[str, Stamp] = {}  # path -> stamp from the latest listing
+        self._digests: dict[str, tuple[Stamp, str]] = {}  # path -> (stamp hashed, sha256)
+
+    def cached(self, path: str) -> str | None:
+        stamp, hit = self._stamps.get(path), self._digests.get(path)
+        return hit[1] if stamp is not None and hit is not None and hit[0] == stamp else None
+
+    def hash(self, conn: Connection, paths: Sequence[str], *, cache: bool = True) -> dict[str, str]:
+        """SHA-256 of server paths: cached, else hashed by the server, else downloaded."""
+        result = {p: d for p in paths if cache and (d := self.cached(p)) is not None}
+        todo = list(dict.fromkeys(p for p in paths if p not in result))
+        if not todo:
+            return result
+        if self.link.exec_allowed(conn):
+            for chunk in _chunks(todo):
+                result.update(self._on_server(conn, chunk))
+        else:
+            for path in todo:
+                result[path] = self._by_download(conn, path)
+        return result
+
+    def _on_server(self, conn: Connection, paths: list[str]) -> dict[str, str]:
+        """``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s: a
+        digest is cached only when the file did not change while it was read. Several files
+        are hashed by parallel ``sha256sum`` processes (a release's big installers then take
+        the time of the biggest, not of all), their outputs joined in order."""
+        q = shlex.quote
+        self.link.requests["hash"] += 1
+        groups = [paths[i::_HASH_PROCESSES] for i in range(min(_HASH_PROCESSES, len(paths)))]
+        paths = [p for group in groups for p in group]  # the order of the joined outputs
+        quoted = " ".join(q(p) for p in paths)
+        stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        if len(groups) == 1:
+            hashing = f"sha256sum -z -- {quoted}"
+        else:
+            jobs = [
+                f'sha256sum -z -- {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
+                for i, g in enumerate(groups)
+            ]
+            waits = " && ".join(f"wait $p{i}" for i in range(len(groups)))
+            outputs = " ".join(f'"$t/{i}"' for i in range(len(groups)))
+            hashing = (
+                "{ t=$(mktemp -d) || exit 1; trap 'rm -rf \"$t\"' EXIT; "
+                + "; ".join(jobs)
+                + f"; {waits} && cat {outputs}; }}"
+            )
+        status, out, err = self.link.exec(conn, f"{stamps} && {hashing} && {stamps}")
+        records = out.split(b"\0")
+        n = len(paths)
+        if status != 0 or len(records) != 3 * n + 1:
+            raise StorageError(
+                f"Cannot hash on {self.link.where}: {first_line(err) or 'no output'}."
+            )
+        result = {}
+        for i, path in enumerate(paths):
+            line = records[n + i]
+            digest, name = line[:64].decode("ascii", "replace"), line[66:]
+            if name != path.encode("utf-8", "surrogateescape") or not _is_hex(digest):
+                raise StorageError(f"Unexpected sha256sum output on {self.link.where} for {path}.")
+            result[path] = digest
+            before, after = _stamp(records[i]), _stamp(records[2 * n + i])
+            if before is not None and before == after:
+                self._digests[path] = (before, digest)
+        return result
+
+    def _by_download(self, conn: Connection, path: str) -> str:
+        self.link.requests["download"] += 1
+        try:
+            with conn.sftp.open(path, "rb") as f:
+                before = f.stat()
+                f.prefetch(before.st_size)
+                h = hashlib.sha256()
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+                after = f.stat()
+        except FileNotFoundError:
+            raise StorageError(f"Cannot hash {path} on {self.link.where}: it is gone.") from None
+        digest = h.hexdigest()
+        stamp = (before.st_size or 0, before.st_mtime or 0)
+        if stamp == (after.st_size or 0, after.st_mtime or 0):
+            self._digests[path] = (stamp, digest)
+        return digest
+
+    def remember(self, root: str, stamps: dict[str, Stamp]) -> None:
+        """Keep the latest listing's stamps under ``root`` (and forget gone files)."""
+        prefix = root + "/"
+        for cache in (self._stamps, self._digests):
+            for path in [p for p in cache if p.startswith(prefix) and p not in stamps]:
+                del cache[path]
+        self._stamps.update(stamps)
+
+    # -- exec ------------------------------------------------------------------------------
+
+
+def _chunks(paths: list[str]) -> Iterable[list[str]]:
+    """Split paths so each hashing command stays well below the argument limit."""
+    chunk: list[str] = []
+    size = 0
+    for path in paths:
+        if chunk and size + 2 * len(path) > MAX_COMMAND // 2:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(path)
+        size += 2 * len(path) + 16
+    if chunk:
+        yield chunk
+
+
+def _stamp(record: bytes) -> Stamp | None:
+    try:
+        size, mtime = record.split()
+        return int(size), int(mtime)
+    except ValueError:
+        return None
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)

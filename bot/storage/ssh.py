@@ -1,0 +1,290 @@
+"""One SSH connection to the download server, shared and re-established: host keys checked
+against known_hosts (never accepted blindly), the client key loaded, a dead connection
+replaced with a short backoff, and commands run over exec channels with their exit status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+import paramiko
+
+from bot.errors import StagingUnreachable, StorageError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_RECONNECT_DELAYS = (0.2, 0.5)  # seconds between connection attempts within one call
+_EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
+CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
+MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
+
+
+class SshRefused(StagingUnreachable):
+    """The server answered but the connection was refused (host key, client key):
+    retrying cannot help until someone changes the configuration."""
+
+
+class HostKeyRejected(SshRefused):
+    """The server's host key is not in known_hosts, or differs from it. Never accepted."""
+
+
+@dataclass
+class Connection:
+    client: paramiko.SSHClient
+    sftp: paramiko.SFTPClient
+    exec_allowed: bool | None = None  # probed on first need
+    uid: int | None = None  # the bot's uid on the server, learned on first need
+
+    @property
+    def alive(self) -> bool:
+        transport = self.client.get_transport()
+        return transport is not None and transport.is_active()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _RejectUnknownHost(paramiko.RejectPolicy):
+    """paramiko's RejectPolicy, raising our error so the message says how to add the key."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> NoReturn:
+        raise HostKeyRejected(self.message)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom to connect, and how long to wait."""
+
+    host: str
+    port: int
+    user: str
+    key_file: Path
+    known_hosts: Path
+    passphrase: str | None
+    connect_timeout: float
+    io_timeout: float
+
+    @property
+    def where(self) -> str:
+        """The server as known_hosts and messages name it: ``host`` or ``[host]:port``."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+
+class SshLink:
+    """The shared connection to one server; calls are serialized by ``lock`` because the
+    gate runs them in worker threads. ``requests`` counts round trips by kind."""
+
+    def __init__(self, endpoint: Endpoint, requests: Counter[str]) -> None:
+        self.endpoint = endpoint
+        self.where = endpoint.where
+        self.requests = requests
+        self.lock = threading.Lock()
+        self._connection: Connection | None = None
+
+    def call(self, what: str, op: Callable[[Connection], T]) -> T:
+        """Run ``op`` on the shared connection, connecting first when needed.
+
+        A connection found dead (the server restarted since the last call) is replaced
+        and ``op`` run once more: every operation here is idempotent.
+        """
+        with self.lock:
+            for attempt in (1, 2):
+                fresh = self._connection is None or not self._connection.alive
+                if fresh:
+                    self.drop()
+                    self._connection = self._connect()
+                conn = self._connection
+                assert conn is not None
+                try:
+                    return op(conn)
+                except TimeoutError as err:
+                    self.drop()
+                    raise StagingUnreachable(
+                        f"{self.where} stopped answering while trying to {what}."
+                    ) from err
+                except CONNECTION_ERRORS as err:
+                    if conn.alive:
+                        raise StorageError(
+                            f"Cannot {what} on {self.where}: {reason(err)}."
+                        ) from err
+                    self.drop()
+                    if fresh or attempt == 2:
+                        raise StagingUnreachable(
+                            f"Lost the connection to {self.where} while trying to {what}; "
+                            "it is re-established on the next try."
+                        ) from err
+            raise AssertionError("unreachable")
+
+    def drop(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def exec_allowed(self, conn: Connection) -> bool:
+        """Whether the server runs our commands (``ForceCommand internal-sftp`` does not:
+        it answers every command with an SFTP server, which prints nothing here)."""
+        if conn.exec_allowed is None:
+            try:
+                status, out, _err = self.exec(conn, _EXEC_PROBE)
+                conn.exec_allowed = status == 0 and out.strip() == b"relbot-exec-ok"
+            except paramiko.SSHException:
+                if not conn.alive:
+                    raise
+                conn.exec_allowed = False
+        return conn.exec_allowed
+
+    def exec(self, conn: Connection, command: str) -> tuple[int, bytes, bytes]:
+        """Run ``command`` on the server; returns (exit status, stdout, stderr)."""
+        self.requests["exec"] += 1
+        transport = conn.client.get_transport()
+        if transport is None:
+            raise EOFError("no transport")
+        channel = transport.open_session(timeout=self.endpoint.io_timeout)
+        try:
+            channel.settimeout(self.endpoint.io_timeout)
+            channel.exec_command(command)
+            channel.shutdown_write()
+            out = channel.makefile("rb").read()
+            err = channel.makefile_stderr("rb").read()
+            status = channel.recv_exit_status()
+        finally:
+            channel.close()
+        if status == -1 and not conn.alive:
+            raise EOFError("connection closed during a command")
+        return status, out, err
+
+    def _connect(self) -> Connection:
+        """Connect, retrying briefly on network errors (not on refused keys), within about
+        one ``connect_timeout`` in all: the caller (the scheduler) has its own backoff."""
+        deadline = time.monotonic() + self.endpoint.connect_timeout
+        for attempt, delay in enumerate((*_RECONNECT_DELAYS, None), start=1):
+            try:
+                return self._open()
+            except SshRefused:
+                raise
+            except StagingUnreachable as err:
+                if delay is None or time.monotonic() + delay > deadline:
+                    raise
+                log.warning(
+                    "storage: connecting to %s failed (attempt %d: %s); retrying in %.1f s",
+                    self.where,
+                    attempt,
+                    err,
+                    delay,
+                )
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _open(self) -> Connection:
+        e = self.endpoint
+        self.requests["connect"] += 1
+        keyscan = f"ssh-keyscan -p {e.port} {e.host} >> {e.known_hosts}"
+        client = paramiko.SSHClient()
+        try:
+            client.load_host_keys(str(e.known_hosts))
+        except OSError as err:
+            raise SshRefused(
+                f"storage.known_hosts: cannot read {e.known_hosts} ({reason(err)}); "
+                f"create it with the server's key: {keyscan} (check the fingerprint)."
+            ) from err
+        client.set_missing_host_key_policy(
+            _RejectUnknownHost(
+                f"The SSH host key of {self.where} is not in {e.known_hosts}; add it with "
+                f"`{keyscan}` after checking its fingerprint with the server's admins."
+            )
+        )
+        pkey = self._load_key()
+        try:
+            client.connect(
+                e.host,
+                e.port,
+                username=e.user,
+                pkey=pkey,
+                timeout=e.connect_timeout,
+                banner_timeout=e.connect_timeout,
+                auth_timeout=e.connect_timeout,
+                allow_agent=False,
+                look_for_keys=False,
+            )
+            transport = client.get_transport()
+            assert transport is not None
+            transport.set_keepalive(30)
+            sftp = client.open_sftp()
+            channel = sftp.get_channel()
+            if channel is not None:
+                channel.settimeout(e.io_timeout)
+        except HostKeyRejected:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as err:
+            client.close()
+            raise HostKeyRejected(
+                f"The SSH host key of {self.where} differs from the one in "
+                f"{e.known_hosts}: someone may be intercepting the connection. If the "
+                f"server's key really changed, remove the old line (ssh-keygen -R "
+                f"'{self.where}' -f {e.known_hosts}) and add the new one with `{keyscan}`."
+            ) from err
+        except paramiko.AuthenticationException as err:
+            client.close()
+            raise SshRefused(
+                f"{self.where} refused the key {e.key_file} for user {e.user}; add "
+                f"its public key to ~{e.user}/.ssh/authorized_keys on the server."
+            ) from err
+        except CONNECTION_ERRORS as err:
+            client.close()
+            raise StagingUnreachable(
+                f"Cannot reach {self.where} ({reason(err)}); check the host, the port and "
+                "the network."
+            ) from err
+        return Connection(client, sftp)
+
+    def _load_key(self) -> paramiko.PKey:
+        """The client key (Ed25519, RSA or ECDSA), decrypted with the passphrase if any."""
+        e = self.endpoint
+        password = e.passphrase or None
+        last: Exception | None = None
+        for kind in (paramiko.Ed25519Key, paramiko.RSAKey, paramiko.ECDSAKey):
+            try:
+                return kind.from_private_key_file(str(e.key_file), password=password)
+            except paramiko.PasswordRequiredException as err:
+                raise SshRefused(
+                    f"storage.key_file: {e.key_file} is protected by a passphrase; "
+                    "provide it through the configured environment variable."
+                ) from err
+            except OSError as err:
+                raise SshRefused(
+                    f"storage.key_file: cannot read {e.key_file} ({reason(err)})."
+                ) from err
+            except (paramiko.SSHException, ValueError) as err:
+                last = err
+        raise SshRefused(
+            f"storage.key_file: {e.key_file} is not an Ed25519, RSA or ECDSA private key "
+            "this passphrase opens; check the file and the passphrase."
+        ) from last
+
+
+def reason(err: BaseException) -> str:
+    """An error in a few words: its ``strerror`` when it has one."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return str(err) or type(err).__name__
+
+
+def first_line(data: bytes) -> str:
+    """The first line of a command's output, for a message."""
+    lines = data.decode(errors="replace").strip().splitlines()
+    return lines[0] if lines else ""
