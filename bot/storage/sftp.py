@@ -4,22 +4,19 @@ Same semantics as :class:`bot.storage.local.LocalStorage`; the work happens on t
 listings are one ``listdir_attr`` per folder, digests are ``sha256sum`` over an exec
 channel, and a promotion is a folder rename or one shell batch of no-clobber moves.
 
-This class composes the concepts that live in their own modules: the connection
+The class composes concepts that live in their own modules: the connection
 (:mod:`bot.storage.ssh`), server-side hashing (:mod:`bot.storage.remote_hash`), the
-freezer's and promoter's primitives (:mod:`bot.storage.sftp_fs`) and the check
-(:mod:`bot.storage.sftp_check`).
+freezer's and promoter's primitives (:mod:`bot.storage.sftp_fs`), listing and small files
+(:mod:`bot.storage.sftp_files`), the aside area (:mod:`bot.storage.sftp_aside`) and the
+check (:mod:`bot.storage.sftp_check`). It keeps the calls tests override to inject faults.
 """
 
 from __future__ import annotations
 
-import contextlib
 import posixpath
-import secrets
-import stat
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import paramiko
 from paramiko.sftp import CMD_EXTENDED
@@ -27,16 +24,11 @@ from paramiko.sftp import CMD_EXTENDED
 from bot.domain.files import StagedFile
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import StagingUnreachable, StorageError
+from bot.errors import StorageError
 from bot.ports import PromotionReport
-from bot.storage import freezer, promotion
-from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
+from bot.storage import freezer, promotion, sftp_aside, sftp_files
+from bot.storage.aside import ASIDE_FOLDER
 from bot.storage.freezer import Places
-from bot.storage.listing import (
-    RELEASE_FOLDER,
-    linked_release_folder,
-    unreadable_release_folder,
-)
 from bot.storage.lock import Holder, SftpLease
 from bot.storage.promotion import Touched
 from bot.storage.remote_hash import RemoteHasher
@@ -48,12 +40,9 @@ from bot.storage.ssh import (
     HostKeyRejected,
     SshLink,
     SshRefused,
-    reason,
 )
 
 __all__ = ["HostKeyRejected", "SftpStorage", "SshRefused"]
-
-T = TypeVar("T")
 
 # The names the fault-injection tests subclass with.
 _Connection = Connection
@@ -124,71 +113,16 @@ class SftpStorage:
 
     def staged_tags(self) -> list[str]:
         """Names of the release folders in staging (one listing)."""
-
-        def op(conn: Connection) -> list[str]:
-            try:
-                entries = self._listdir(conn, self.staging)
-            except FileNotFoundError:
-                return []
-            except PermissionError as err:
-                raise StagingUnreachable(
-                    f"Cannot read staging {self.staging} on {self.where}: {reason(err)}."
-                ) from err
-            # A symlinked release folder is listed too: scans show why it is refused.
-            return sorted(
-                e.filename
-                for e in entries
-                if stat.S_ISDIR(e.st_mode or 0) or stat.S_ISLNK(e.st_mode or 0)
-            )
-
-        return self._ssh.call(f"list {self.staging}", op)
+        return sftp_files.staged_tags(self)
 
     def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
-        """Every entry below the release's staging folder, or None if there is no folder.
-
-        One ``listdir_attr`` per folder; the server reports entries as ``lstat`` sees
-        them, so symlinks are reported (``regular=False``) and never followed.
-        """
-        root = self._release(tag)
-
-        def op(conn: Connection) -> dict[str, StagedFile] | None:
-            attr = self._lstat(conn, root)
-            if attr is None:
-                return None
-            if stat.S_ISLNK(attr.st_mode or 0):
-                return {RELEASE_FOLDER: linked_release_folder(conn.sftp.readlink(root) or "?")}
-            try:
-                found = dict(SftpFs(self, conn).walk(root, ""))
-            except FileNotFoundError:
-                return None
-            except PermissionError as err:  # this release's problem, not the scan's
-                return {RELEASE_FOLDER: unreadable_release_folder(reason(err))}
-            self._hasher.remember(
-                root,
-                {inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular},
-            )
-            return found
-
-        return self._ssh.call(f"list {root}", op)
+        """Every entry below the release's staging folder (symlinks reported, never
+        followed), or None if there is no folder."""
+        return sftp_files.list_staging(self, tag)
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
-        """Every entry below the given public folders, keyed by path under the public root;
-        one ``listdir_attr`` per folder, a missing folder adds nothing."""
-
-        def op(conn: Connection) -> dict[str, StagedFile]:
-            found: dict[str, StagedFile] = {}
-            for folder in folders:
-                try:
-                    found.update(SftpFs(self, conn).walk(inside(self.public, folder), folder))
-                except FileNotFoundError:
-                    continue
-                except PermissionError as err:
-                    raise StagingUnreachable(
-                        f"Cannot list {self.public}/{folder} on {self.where}: {reason(err)}."
-                    ) from err
-            return found
-
-        return self._ssh.call(f"list {self.public}", op)
+        """Every entry below the given public folders, keyed by path under the public root."""
+        return sftp_files.list_public(self, folders)
 
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
@@ -217,59 +151,13 @@ class SftpStorage:
         return {path: known[path] for path in paths}
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
-        """A small staged file (a signature bundle), whole. Raises :class:`StorageError`
-        past ``limit`` bytes, or when it is missing or not a regular file (never followed)."""
-        full = inside(self._release(tag), path)
-
-        def op(conn: Connection) -> bytes:
-            attr = self._lstat(conn, full)
-            if attr is None or not stat.S_ISREG(attr.st_mode or 0):
-                raise StorageError(f"{path} is not a regular file in {self._release(tag)}.")
-            self.requests["read"] += 1
-            with conn.sftp.open(full, "rb") as f:
-                data = f.read(limit + 1)
-            if len(data) > limit:
-                raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
-            return data
-
-        return self._ssh.call(f"read {full}", op)
+        """A small staged file (a signature bundle), whole; :class:`StorageError` past
+        ``limit`` bytes, or when it is missing or not a regular file."""
+        return sftp_files.read(self, tag, path, limit)
 
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
-        """Write a small staged file under a temporary name, then rename it into place (an
-        existing file only with ``replace``). Raises :class:`StorageError`."""
-        full = inside(self._release(tag), path)
-        folder, name = posixpath.split(full)
-        temp = posixpath.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-
-        def op(conn: Connection) -> None:
-            try:
-                self.requests["write"] += 1
-                with conn.sftp.open(temp, "wb") as f:
-                    f.write(data)
-                if replace:
-                    self.requests["rename"] += 1
-                    conn.sftp.posix_rename(temp, full)
-                else:
-                    self._link(conn, temp, full)  # refuses an existing target
-            except OSError as err:
-                if not replace and self._lstat(conn, full) is not None:
-                    if self._holds(conn, full, data):
-                        return  # written by an attempt whose answer was lost: done
-                    raise StorageError(
-                        f"{path} already exists in {folder}; not overwritten."
-                    ) from err
-                raise
-            finally:
-                with contextlib.suppress(OSError):
-                    conn.sftp.remove(temp)
-
-        self._ssh.call(f"write {full}", op)
-
-    def _holds(self, conn: Connection, path: str, data: bytes) -> bool:
-        """Whether a small file on the server has exactly ``data``."""
-        self.requests["read"] += 1
-        with conn.sftp.open(path, "rb") as f:
-            return bool(f.read(len(data) + 1) == data)
+        """Write a small staged file, never over an existing one unless ``replace``."""
+        sftp_files.write(self, tag, path, data, replace=replace)
 
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages."""
@@ -367,95 +255,31 @@ class SftpStorage:
 
     def read_public(self, path: str, limit: int) -> bytes | None:
         """A small file under the public root, whole, or None when absent."""
-        full = inside(self.public, path)
-        return self._ssh.call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
+        return sftp_aside.read_public(self, path, limit)
 
     def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file of the release (frozen by the confirmation, else staged) to the bot's
-        aside folder, replacing an older copy there; nothing when it is in neither place."""
-        frozen = inside(posixpath.join(self.staging, freezer.AREA, str(tag)), path)
-        staged = inside(self._release(tag), path)
-        target = inside(self._aside(tag), path)
-
-        def op(conn: Connection) -> None:
-            source, attr = frozen, self._lstat(conn, frozen)
-            if attr is None:
-                source, attr = staged, self._lstat(conn, staged)
-            if attr is None:
-                return
-            if not stat.S_ISREG(attr.st_mode or 0):
-                raise StorageError(f"{path} is not a regular file; it is never published.")
-            aside = posixpath.join(self.staging, ASIDE_FOLDER)
-            if self._lstat(conn, aside) is None:
-                self.requests["mkdir"] += 1
-                conn.sftp.mkdir(aside, ASIDE_MODE)
-                conn.sftp.chmod(aside, ASIDE_MODE)  # not narrowed by the server's umask
-            self._makedirs(conn, posixpath.dirname(target))
-            self.requests["rename"] += 1
-            conn.sftp.posix_rename(source, target)
-
-        self._ssh.call(f"set {path} of {tag} aside", op)
+        """Move a file of the release to the bot's aside folder (see sftp_aside)."""
+        sftp_aside.set_aside(self, tag, path)
 
     def put_back(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file set aside back into the release's staging folder; a file staged
-        since under that name is kept (SFTP's rename refuses an existing target)."""
-        source, target = inside(self._aside(tag), path), inside(self._release(tag), path)
-
-        def op(conn: Connection) -> None:
-            if self._lstat(conn, source) is None or self._lstat(conn, target) is not None:
-                return
-            self._makedirs(conn, posixpath.dirname(target))
-            self.requests["rename"] += 1
-            conn.sftp.rename(source, target)
-            self._remove_if_empty(conn, self._aside(tag))
-
-        self._ssh.call(f"put {source} back", op)
+        """Move a file set aside back into the release's staging folder."""
+        sftp_aside.put_back(self, tag, path)
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
-        full = inside(self._aside(tag), path)
-        return self._ssh.call(f"read {full}", lambda conn: self._read_small(conn, full, limit))
+        return sftp_aside.read_aside(self, tag, path, limit)
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
-        """Replace the public ``target`` with the file set aside, by one ``posix-rename``
-        (rename(2) on the server: readers see the old file or the new one, whole)."""
-        source, live = inside(self._aside(tag), path), inside(self.public, target)
-
-        def op(conn: Connection) -> None:
-            self._makedirs(conn, posixpath.dirname(live))
-            self._replace(conn, source, live)
-            SftpFs(self, conn).finish(Touched(files=[live]))
-            self._remove_if_empty(conn, self._aside(tag))
-
-        self._ssh.call(f"replace {live}", op)
+        """Replace the public ``target`` with the file set aside, by one rename."""
+        sftp_aside.replace_public(self, tag, path, target)
 
     def _replace(self, conn: Connection, source: str, target: str) -> None:
         self.requests["rename"] += 1
         conn.sftp.posix_rename(source, target)
 
-    def _read_small(self, conn: Connection, path: str, limit: int) -> bytes | None:
-        attr = self._lstat(conn, path)
-        if attr is None:
-            return None
-        if not stat.S_ISREG(attr.st_mode or 0):
-            raise StorageError(f"{path} on {self.where} is not a regular file.")
-        self.requests["read"] += 1
-        with conn.sftp.open(path, "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise StorageError(f"{path} on {self.where} is larger than {limit:,} bytes.")
-        return data
-
     def _aside(self, tag: ReleaseTag) -> str:
         return posixpath.join(self.staging, ASIDE_FOLDER, str(tag))
 
-    def _remove_if_empty(self, conn: Connection, folder: str) -> None:
-        """Remove a folder of the aside area once its last file left (else leave it)."""
-        try:
-            self.requests["rmdir"] += 1
-            conn.sftp.rmdir(folder)
-        except OSError:
-            if not conn.alive:
-                raise
+    # -- round trips, kept on the class so tests can override them ------------------------
 
     def _listdir(self, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
         """One listing (see :func:`bot.storage.sftp_fs.read_folder`)."""
@@ -491,5 +315,3 @@ class SftpStorage:
 
     def _release(self, tag: ReleaseTag) -> str:
         return posixpath.join(self.staging, str(tag))
-
-    # -- connection ------------------------------------------------------------------------
