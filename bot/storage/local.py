@@ -7,7 +7,6 @@ import hashlib
 import os
 import secrets
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -18,7 +17,7 @@ from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
 from bot.storage import freezer, promotion
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
-from bot.storage.freezer import Entry, Places
+from bot.storage.freezer import Places
 from bot.storage.listing import (
     RELEASE_FOLDER,
     empty_folder,
@@ -27,8 +26,9 @@ from bot.storage.listing import (
     unreadable_folder,
     unreadable_release_folder,
 )
+from bot.storage.local_fs import LocalFs, fsync_dir
 from bot.storage.lock import Holder, LocalLease
-from bot.storage.promotion import Move, Touched, join
+from bot.storage.promotion import join
 
 T = TypeVar("T")
 
@@ -143,7 +143,7 @@ class LocalStorage:
                 continue
             if not os.access(folder, os.W_OK | os.X_OK):
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")
-        if not problems and (area := freezer.area_problem(_LocalFs(self), self._places)):
+        if not problems and (area := freezer.area_problem(LocalFs(self), self._places)):
             problems.append(area)
         if not problems and self.staging.stat().st_dev != self.public.stat().st_dev:
             problems.append(
@@ -161,7 +161,7 @@ class LocalStorage:
 
     def freeze(self, plan: PublishPlan) -> list[str]:
         def op() -> list[str]:
-            fs, places = _LocalFs(self), self._places
+            fs, places = LocalFs(self), self._places
             freezer.freeze(fs, places, plan, fresh=True)
             return freezer.frozen_problems(fs, places, plan)
 
@@ -169,19 +169,19 @@ class LocalStorage:
 
     def thaw(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
-            f"put back {plan.tag}", lambda: freezer.thaw(_LocalFs(self), self._places, plan)
+            f"put back {plan.tag}", lambda: freezer.thaw(LocalFs(self), self._places, plan)
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"look at {self.public}",
-            lambda: freezer.targets_in_public(_LocalFs(self), self._places, plan),
+            lambda: freezer.targets_in_public(LocalFs(self), self._places, plan),
         )
 
     def verify_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"check {self.public}",
-            lambda: freezer.public_problems(_LocalFs(self), self._places, plan),
+            lambda: freezer.public_problems(LocalFs(self), self._places, plan),
         )
 
     def promote(
@@ -190,7 +190,7 @@ class LocalStorage:
         return _wrapped(
             f"publish {plan.tag}",
             lambda: promotion.promote(
-                _LocalFs(self), self._places, plan, verified=verified, public_before=public_before
+                LocalFs(self), self._places, plan, verified=verified, public_before=public_before
             ),
         )
 
@@ -227,7 +227,7 @@ class LocalStorage:
                 aside.chmod(ASIDE_MODE)  # not narrowed by the umask
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
-            _fsync_dir(target.parent)
+            fsync_dir(target.parent)
         except OSError as err:
             raise StorageError(
                 f"Cannot set {path} aside in {target.parent}: {err.strerror}."
@@ -259,81 +259,13 @@ class LocalStorage:
         try:
             live.parent.mkdir(parents=True, exist_ok=True)
             self._replace(source, live)
-            _fsync_dir(live.parent)
+            fsync_dir(live.parent)
         except OSError as err:
             raise StorageError(f"Cannot replace {live} with {path}: {err.strerror}.") from err
         _remove_if_empty(source.parent)
 
     def _replace(self, source: Path, target: Path) -> None:
         os.replace(source, target)  # rename(2): readers see the old file or the new, whole
-
-
-class _LocalFs:
-    """The promoter's and the freezer's primitives on this machine's filesystem."""
-
-    def __init__(self, storage: LocalStorage) -> None:
-        self.storage = storage
-
-    def uid(self) -> int:
-        return os.getuid()
-
-    def lstat(self, path: str) -> Entry | None:
-        try:
-            st = os.lstat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        return Entry(st.st_mode, st.st_uid)
-
-    def listdir(self, path: str) -> dict[str, Entry] | None:
-        try:
-            with os.scandir(path) as entries:
-                found = {}
-                for e in entries:
-                    st = e.stat(follow_symlinks=False)
-                    found[e.name] = Entry(st.st_mode, st.st_uid)
-                return found
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-
-    def rename(self, source: str, target: str) -> None:
-        os.rename(source, target)
-
-    def link(self, source: str, target: str) -> None:
-        os.link(source, target, follow_symlinks=False)
-
-    def remove(self, path: str) -> None:
-        os.unlink(path)
-
-    def rmdir(self, path: str) -> bool:
-        try:
-            os.rmdir(path)
-        except OSError:
-            return False
-        return True
-
-    def mkdir(self, path: str, mode: int) -> None:
-        os.mkdir(path, mode)
-        os.chmod(path, mode)  # not narrowed by the umask: the area must be exactly 0700
-
-    def rename_public(self, source: str, target: str) -> None:
-        self.storage._rename(Path(source), Path(target))
-
-    def link_public(self, source: str, target: str) -> None:
-        self.storage._link(Path(source), Path(target))
-
-    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
-        return False  # a link here costs microseconds: file by file is the batch
-
-    def finish(self, touched: Touched) -> None:
-        for folder in {os.path.dirname(p) for p in [*touched.trees, *touched.files]}:
-            _fsync_dir(Path(folder))
-
-    def hash(self, paths: Sequence[str]) -> dict[str, str]:
-        if len(paths) < 2:
-            return {p: _sha256_nofollow(p) for p in paths}
-        # hashlib releases the GIL on large buffers: a few threads use every core.
-        with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
-            return dict(zip(paths, pool.map(_sha256_nofollow, paths), strict=True))
 
 
 def _wrapped(what: str, op: Callable[[], T]) -> T:
@@ -346,12 +278,6 @@ def _wrapped(what: str, op: Callable[[], T]) -> T:
         raise StorageError(
             f"Cannot {what}:{where} {err.strerror or err}.".replace(":.", ".")
         ) from err
-
-
-def _sha256_nofollow(path: str) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:
@@ -422,11 +348,3 @@ def _read_small(path: Path, limit: int) -> bytes | None:
 def _sha256(path: Path) -> str:
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
