@@ -17,7 +17,6 @@ from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
 from bot.storage import freezer, promotion
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
-from bot.storage.freezer import Places
 from bot.storage.listing import (
     RELEASE_FOLDER,
     empty_folder,
@@ -28,6 +27,7 @@ from bot.storage.listing import (
 )
 from bot.storage.local_fs import LocalFs, fsync_dir
 from bot.storage.lock import Holder, LocalLease
+from bot.storage.primitives import AREA, Places
 from bot.storage.promotion import join
 
 T = TypeVar("T")
@@ -212,7 +212,7 @@ class LocalStorage:
 
     def set_aside(self, tag: ReleaseTag, path: str) -> None:
         # From the frozen release when the confirmation froze it, else from staging.
-        source = _inside(self.staging / freezer.AREA / str(tag), path)
+        source = _inside(self.staging / AREA / str(tag), path)
         if not source.exists() and not source.is_symlink():
             source = _inside(self.staging / str(tag), path)
         target = _inside(self.staging / ASIDE_FOLDER / str(tag), path)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.storage.freezer import Entry
+from bot.storage.primitives import Entry
 from bot.storage.promotion import Move, Touched
 
 if TYPE_CHECKING:

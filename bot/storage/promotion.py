@@ -13,20 +13,17 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.errors import PromotionConflict
 from bot.ports import PromotionReport
 from bot.storage.freezer import (
-    FOLDER_MODE,
     FrozenMismatch,
     Listings,
-    Places,
-    Primitives,
     ancestors,
     check_targets,
     freeze,
     frozen_problems,
     holds_exactly,
-    inside,
     make_folders,
     prune,
 )
+from bot.storage.primitives import FOLDER_MODE, Places, Primitives, inside
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from bot.errors import StorageError
 from bot.ports import PromotionReport
 from bot.storage import freezer, promotion, sftp_aside, sftp_files
 from bot.storage.aside import ASIDE_FOLDER
-from bot.storage.freezer import Places
 from bot.storage.lock import Holder, SftpLease
+from bot.storage.primitives import Places
 from bot.storage.promotion import Touched
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.sftp_check import check_server

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
-from bot.storage import freezer
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
+from bot.storage.primitives import AREA
 from bot.storage.promotion import Touched
 from bot.storage.sftp_fs import SftpFs, inside
 from bot.storage.ssh import Connection
@@ -30,7 +30,7 @@ def read_public(storage: SftpStorage, path: str, limit: int) -> bytes | None:
 def set_aside(storage: SftpStorage, tag: ReleaseTag, path: str) -> None:
     """Move a file of the release (frozen by the confirmation, else staged) to the bot's
     aside folder, replacing an older copy there; nothing when it is in neither place."""
-    frozen = inside(posixpath.join(storage.staging, freezer.AREA, str(tag)), path)
+    frozen = inside(posixpath.join(storage.staging, AREA, str(tag)), path)
     staged = inside(storage._release(tag), path)
     target = inside(storage._aside(tag), path)
 

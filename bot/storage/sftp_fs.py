@@ -22,8 +22,8 @@ from paramiko.sftp import CMD_CLOSE, CMD_HANDLE, CMD_NAME, CMD_OPENDIR, CMD_READ
 from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile
 from bot.errors import StorageError
-from bot.storage.freezer import Entry
 from bot.storage.listing import empty_folder, odd_name, unreadable_folder
+from bot.storage.primitives import Entry
 from bot.storage.promotion import Move, Touched, join
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
 
