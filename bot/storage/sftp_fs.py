@@ -1,9 +1,9 @@
 """The freezer's and the promoter's primitives over one SFTP connection, the shell batch
 of no-clobber moves, the listing walk and the permissions fixed after a publication.
 
-The calls tests override to inject faults (``_listdir``, ``_lstat``, ``_link``, ``_rename``,
-``_run_batch``) stay on :class:`bot.storage.sftp.SftpStorage`; everything here goes through
-them.
+The round trips tests override to inject faults (``_listdir``, ``_lstat``, ``_link``,
+``_rename``, ``_run_batch``) stay on :class:`bot.storage.sftp.SftpStorage`, and the
+primitives here call them there.
 """
 
 from __future__ import annotations
