@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -92,13 +94,9 @@ class LocalStorage:
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         file = _inside(self.staging / str(tag), path)
-        try:  # never through a symlink swapped in since the listing
-            with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
-                data = f.read(limit + 1)
-        except OSError as err:
-            raise StorageError(f"Cannot read {file}: {err.strerror or err}.") from err
-        if len(data) > limit:
-            raise StorageError(f"{path} is larger than {limit:,} bytes; it is not a bundle.")
+        data = _read_small(file, limit)
+        if data is None:
+            raise StorageError(f"Cannot read {file}: no such file.")
         return data
 
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
@@ -329,17 +327,24 @@ def _remove_if_empty(folder: Path) -> None:
 
 
 def _read_small(path: Path, limit: int) -> bytes | None:
-    """A small file whole, or None when absent; StorageError when it is not a regular file
-    or larger than ``limit`` bytes."""
+    """A small file whole, or None when absent. Never through a symlink (one swapped in since
+    the listing included) and never blocking on a FIFO: StorageError when ``path`` is not a
+    regular file or is larger than ``limit`` bytes."""
     try:
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise StorageError(f"{path} is not a regular file.")
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as err:
-        raise StorageError(f"Cannot read {path}: {err.strerror}.") from err
+        why = "not a regular file" if err.errno == errno.ELOOP else err.strerror or str(err)
+        raise StorageError(f"Cannot read {path}: {why}.") from err
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StorageError(f"Cannot read {path}: not a regular file.")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as err:
+            raise StorageError(f"Cannot read {path}: {err.strerror or err}.") from err
     if len(data) > limit:
         raise StorageError(f"{path} is larger than {limit:,} bytes.")
     return data

@@ -14,6 +14,7 @@ from bot.errors import StorageError
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.primitives import AREA
 from bot.storage.promotion import Touched
+from bot.storage.sftp_files import read_small
 from bot.storage.sftp_fs import SftpFs, inside
 from bot.storage.ssh import Connection
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 def read_public(storage: SftpStorage, path: str, limit: int) -> bytes | None:
     """A small file under the public root, whole, or None when absent."""
     full = inside(storage.public, path)
-    return storage._ssh.call(f"read {full}", lambda conn: _read_small(storage, conn, full, limit))
+    return storage._ssh.call(f"read {full}", lambda conn: read_small(storage, conn, full, limit))
 
 
 def set_aside(storage: SftpStorage, tag: ReleaseTag, path: str) -> None:
@@ -72,7 +73,7 @@ def put_back(storage: SftpStorage, tag: ReleaseTag, path: str) -> None:
 
 def read_aside(storage: SftpStorage, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
     full = inside(storage._aside(tag), path)
-    return storage._ssh.call(f"read {full}", lambda conn: _read_small(storage, conn, full, limit))
+    return storage._ssh.call(f"read {full}", lambda conn: read_small(storage, conn, full, limit))
 
 
 def replace_public(storage: SftpStorage, tag: ReleaseTag, path: str, target: str) -> None:
@@ -87,20 +88,6 @@ def replace_public(storage: SftpStorage, tag: ReleaseTag, path: str, target: str
         _remove_if_empty(storage, conn, storage._aside(tag))
 
     storage._ssh.call(f"replace {live}", op)
-
-
-def _read_small(storage: SftpStorage, conn: Connection, path: str, limit: int) -> bytes | None:
-    attr = storage._lstat(conn, path)
-    if attr is None:
-        return None
-    if not stat.S_ISREG(attr.st_mode or 0):
-        raise StorageError(f"{path} on {storage.where} is not a regular file.")
-    storage.requests["read"] += 1
-    with conn.sftp.open(path, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise StorageError(f"{path} on {storage.where} is larger than {limit:,} bytes.")
-    return data
 
 
 def _remove_if_empty(storage: SftpStorage, conn: Connection, folder: str) -> None:
