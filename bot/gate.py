@@ -248,8 +248,7 @@ class Gate:
     async def resume(self) -> None:
         """Finish publishes that a crash or an outage interrupted (the journal says where)."""
         for tag in self.store.open_tags():
-            state = self.store.release(tag)
-            if state.publishing is not None and not state.holds:
+            if self.store.release(tag).publishing is not None:
                 async with self._services.lock(tag):
                     state = self.store.release(tag)
                     # A hold pauses a stuck publish: nothing more becomes public until /unhold.

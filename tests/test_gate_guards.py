@@ -49,6 +49,8 @@ async def stuck_publish(world: World, api: PydotorgDouble) -> None:
         ("hugo", "/publish 3.14.1"),
         ("ned", "/unready macos 3.14.1"),
         ("hugo", "/unready windows 3.14.1"),
+        ("hugo", "/respin 3.14.1"),
+        ("hugo", "/waive 3.14.1 macos the pkg is broken"),
     ],
 )
 async def test_a_release_being_published_takes_no_command_that_changes_it(

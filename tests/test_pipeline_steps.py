@@ -4,11 +4,16 @@ has one, in the order a publish runs them."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bot import index_publishing
 from bot.connections import Connections
+from bot.domain.history import EventKind
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
+from bot.messages import ChannelKind
 from bot.metrics import Metrics
 from bot.pipeline import BOT, PIPELINE, Pipeline, announcement, who
 from bot.reporter import Reporter
@@ -59,3 +64,31 @@ def test_the_announcement_counts_files_per_role_and_names_the_publisher() -> Non
 
     assert text.startswith("3.14.1 is published: 2 files (source 1, windows 1; ")
     assert "confirmed by hugo. Release: https://example.org/3.14.1" in text
+
+
+class Killed(BaseException):
+    """The bot dies here (not an error any layer may catch)."""
+
+
+async def test_a_restart_after_the_announcement_never_announces_twice(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    append = world.store.append
+
+    def killed_before_published(tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Any:
+        if kind is EventKind.PUBLISHED:
+            raise Killed
+        return append(tag, actor, kind, **data)
+
+    world.store.append = killed_before_published  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        await world.say("hugo", line)
+    assert world.chat.texts(ChannelKind.ANNOUNCEMENT) != []  # announced, then killed
+
+    world.start()
+    await world.gate.scan()
+
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+    assert len(world.chat.texts(ChannelKind.ANNOUNCEMENT)) == 1

@@ -131,3 +131,16 @@ async def test_waivers_are_in_the_audit_trail(world: World) -> None:
     lines = [audit_line(e) for e in world.store.events(ReleaseTag.parse(TAG))]
     assert any("waived" in line and f"{ARM64}: no ARM64 this time" in line for line in lines)
     assert any("unwaived" in line and line.endswith(ARM64) for line in lines)
+
+
+async def test_a_waived_role_that_says_ready_after_all_is_published(world: World) -> None:
+    # The waiver says the role will not deliver; if it does and claims its files, the claim
+    # wins: its files are part of the plan and become public.
+    world.stage(TAG)
+    assert not (await world.say("hugo", f"/waive {TAG} macos notarization is down")).private
+    await world.ready_all(TAG)
+
+    line = await world.plan(TAG)
+    assert not (await world.say("hugo", line)).private
+
+    assert "3.14.1/python-3.14.1-macos11.pkg" in world.public_files()

@@ -165,3 +165,12 @@ def test_a_sidecar_the_plan_no_longer_has_must_be_blank() -> None:
     have = record("u/a", "a", gpg_signature_file="u/a.asc")
     assert differs(have, record("u/a", "a"), SIDECARS)
     assert not differs(record("u/a", "a", gpg_signature_file=""), record("u/a", "a"), SIDECARS)
+
+
+def test_a_stale_record_holding_the_new_records_slug_is_deleted_before_it_is_created() -> None:
+    # python.org's slugs are unique: the new record cannot exist beside the old one even
+    # though their URLs differ (a file renamed, same name in python.org's listing).
+    old = record("u/old", "3141-Windows-installer-64-bit")
+    new = record("u/new", "3141-Windows-installer-64-bit")
+    steps, _ = schedule([old], {"u/new": new}, SIDECARS)
+    assert steps == [Delete(old, replaced=False), Create(new, replaces=False)]

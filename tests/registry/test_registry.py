@@ -334,6 +334,24 @@ def test_new_records_come_before_stale_ones_go(
     assert len(api.files("Python 3.14.1")) == 10
 
 
+def test_a_404_on_the_first_delete_is_an_error_not_a_deletion(
+    api: PydotorgDouble, profile: Profile, sleeps: Sleeps
+) -> None:
+    # Only a 404 after a retried DELETE means an earlier attempt deleted the record; on the
+    # first attempt python.org never had it (or we asked the wrong URL): never report it gone.
+    api.add_release("Python 3.14.1")
+    full = make_plan(profile, "3.14.1", {})
+    reg = registry(api, profile, sleeps)
+    reg.sync(full)
+    registered = len(api.files("Python 3.14.1"))
+    smaller = PublishPlan(full.tag, tuple(f for f in full.files if "android" not in f.target))
+    api.fail("delete", status=404)
+
+    with pytest.raises(RegistryError, match="404"):
+        reg.sync(smaller)
+    assert len(api.files("Python 3.14.1")) == registered  # nothing was deleted
+
+
 def test_failing_fifth_create_then_retried_run_ends_with_full_set_never_zero_files(
     api: PydotorgDouble, profile: Profile, sleeps: Sleeps
 ) -> None:
