@@ -10,20 +10,21 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from bot.backoff import Backoff, OneLineRetries
 from tests.sshd import free_port
+from tests.waiting import Drained, wait_until
 
 RELBOT = Path(sys.executable).with_name("relbot")
 TEAM = '[people.hugo]\nrm = ["3.14"]\n'
 
 
-def run_for(folder: Path, seconds: float, env: dict[str, str], *, console: bool = False) -> str:
-    """Run the bot for ``seconds`` at info level, then stop it: as systemd does, or on the
+def run_until(folder: Path, pattern: str, env: dict[str, str], *, console: bool = False) -> str:
+    """Run the bot at info level until its stderr has matched ``pattern`` (a machine under
+    load starts it late: never a fixed time), then stop it: as systemd does, or on the
     console by ending its input. Returns its stderr."""
     bot = subprocess.Popen(
         [str(RELBOT), "run", "--log-level", "info"],
@@ -34,12 +35,18 @@ def run_for(folder: Path, seconds: float, env: dict[str, str], *, console: bool 
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(seconds)
-    if not console:
-        bot.send_signal(signal.SIGTERM)
-    _, err = bot.communicate(timeout=60)
-    assert bot.returncode == 0, err
-    return err
+    err = Drained(bot.stderr)
+    try:
+        wait_until(pattern, lambda: re.search(pattern, "".join(err.lines)), timeout=60)
+    finally:
+        if console:
+            assert bot.stdin is not None
+            bot.stdin.close()
+        else:
+            bot.send_signal(signal.SIGTERM)
+    text = err.text(bot)
+    assert bot.returncode == 0, text
+    return text
 
 
 @pytest.mark.parametrize(
@@ -67,7 +74,7 @@ def test_a_chat_platform_that_cannot_be_reached_is_retried_with_backoff(
         '[storage]\nstaging = "staging"\npublic = "public"\n' + table.format(port=closed) + TEAM
     )
 
-    err = run_for(tmp_path, 6, env)
+    err = run_until(tmp_path, rf"{who}: reaching \S+: attempt 3 failed", env)
 
     attempts = re.findall(
         rf"{who}: reaching \S+: attempt (\d+) failed \((\w+): [^\n]*\); retrying in (\d+) s", err
@@ -100,7 +107,7 @@ def test_unreachable_sftp_staging_logs_one_line_per_attempt(tmp_path: Path) -> N
         + TEAM
     )
 
-    err = run_for(tmp_path, 5, {}, console=True)
+    err = run_until(tmp_path, r"scan 2 of staging failed", {}, console=True)
 
     assert re.search(
         r"storage: connecting to \S+ failed \(attempt 1: Cannot reach [^\n]*\); retrying in 0\.2 s",
