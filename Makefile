@@ -8,7 +8,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: run test install system-deps lint bench
+.PHONY: run test install system-deps lint bench mutants
 
 $(BIN)/relbot: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,12 @@ test: install system-deps lint
 
 bench: install system-deps
 	$(BIN)/python bench/promotion_bench.py
+
+# The mutation score of the rules (not part of `make test`: tens of minutes on 2 cores; mutmut
+# keeps its results in mutants/ and a second run re-tests only what changed).
+$(VENV)/.mutation-extras: $(VENV)/.test-extras
+	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	touch $@
+
+mutants: $(VENV)/.mutation-extras system-deps
+	$(BIN)/python bench/mutation_score.py
