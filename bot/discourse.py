@@ -119,8 +119,9 @@ class DiscourseClient:
             if not isinstance(topics, list):
                 raise ForumError(f"{self._host} listed topics without a topic list.")
             for topic in topics:
-                if isinstance(topic, dict) and same_title(str(topic.get("title", "")), title):
-                    return self._topic(topic.get("id"), topic.get("slug"), title)
+                found = str(topic.get("title", "")) if isinstance(topic, dict) else ""
+                if isinstance(topic, dict) and same_title(found, title):
+                    return self._topic(topic.get("id"), topic.get("slug"), found)
             more = listed.get("more_topics_url") if isinstance(listed, dict) else None
             path = str(more).lstrip("/") if more else None
         return None
@@ -151,6 +152,11 @@ class DiscourseClient:
             topic = self._topic(answer.get("topic_id"), answer.get("topic_slug"), title)
             _log.info("posted %r on %s: %s", announcement.title, self._host, topic.url)
             return topic
+        if response.status_code >= 500:  # it may have been posted all the same
+            raise ForumError(
+                f"{self._host} answered HTTP {response.status_code} to the request to {what}; "
+                "before trying again the bot looks for the topic, so it is never posted twice."
+            )
         errors = _errors(response)
         if response.status_code == 422 and any(TITLE_TAKEN in e for e in errors):
             raise TitleTaken(f"{self._host} has a topic titled {announcement.title!r} already.")
