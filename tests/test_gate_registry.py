@@ -12,8 +12,8 @@ from bot.demo import stage_demo
 from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.http_client import RetryPolicy
-from bot.pipeline import PIPELINE
 from bot.messages import ChannelKind
+from bot.pipeline import PIPELINE
 from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.console_driver import publish_through_console
