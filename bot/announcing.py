@@ -189,12 +189,13 @@ def plan_notes(
                 "in the python.org admin."
             )
     settings = config.model.discourse
-    if plan.announcement is not None and settings is not None:
+    if plan.announcement is not None:
         text = plan.announcement
+        where = f"{settings.url} as {settings.username}" if settings else "the forum"
         notes.append(
-            f"Then the announcement is posted on {settings.url} as {settings.username}: "
-            f'"{text.title}" ({count(len(text.text), "character")}, SHA-256 '
-            f"{text.short_hash}); /announce {tag} shows it."
+            f'Then the announcement is posted on {where}: "{text.title}" '
+            f"({count(len(text.text), 'character')}, SHA-256 {text.short_hash}); "
+            f"/announce {tag} shows it."
         )
     return notes
 
