@@ -217,7 +217,7 @@ class CheckDownloads:
         if downloads is None:
             return "no public URL configured"
         try:
-            report = await asyncio.to_thread(downloads.check, run.plan)
+            report = await asyncio.to_thread(downloads.verify, run.plan)
         except DownloadsError:
             self._metrics.public_mismatches += 1
             raise

@@ -61,11 +61,22 @@ class DownloadsCheck:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def check(self) -> list[str]:
+        """For ``relbot check``: whether the public folder's URL answers (one GET)."""
+        try:
+            response, _ = self._http.send("GET", self.base_url, stream=True)
+        except httpx.TransportError as err:
+            return [f"downloads.url: {self.base_url} could not be reached ({type(err).__name__})."]
+        response.close()
+        if response.status_code >= 400:
+            return [f"downloads.url: {self.base_url} answered HTTP {response.status_code}."]
+        return []
+
     def url(self, target: str) -> str:
         """The public URL of a file published at ``target`` (``3.14.1/Python-3.14.1.tgz``)."""
         return self.base_url + target
 
-    def check(self, plan: PublishPlan) -> DownloadsReport:
+    def verify(self, plan: PublishPlan) -> DownloadsReport:
         """Fetch every file of ``plan``; raises :class:`DownloadsError` naming each one whose
         public copy differs from the plan or could not be fetched."""
         with concurrent.futures.ThreadPoolExecutor(self._workers) as pool:

@@ -222,10 +222,14 @@ class DownloadsReport:
 class PublicDownloads(Protocol):
     """The public site that serves the published files. Blocking; run in worker threads."""
 
-    def check(self, plan: PublishPlan) -> DownloadsReport:
+    def verify(self, plan: PublishPlan) -> DownloadsReport:
         """Fetch every file of ``plan`` as a user would and compare status, size and SHA-256
         with the plan. Raises :class:`bot.errors.DownloadsError` naming each file that
         differs or could not be fetched."""
+        ...
+
+    def check(self) -> list[str]:
+        """For ``relbot check``: problems reaching the public site."""
         ...
 
 

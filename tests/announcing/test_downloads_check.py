@@ -49,7 +49,7 @@ def plan() -> PublishPlan:
 
 
 def test_every_published_file_is_fetched_and_matches(site: PublicSite) -> None:
-    report = DownloadsCheck(site.url, retry=FAST).check(plan())
+    report = DownloadsCheck(site.url, retry=FAST).verify(plan())
 
     assert (report.files, report.bundles) == (4, 1)
     assert sorted(site.paths) == sorted(f"/{target}" for target in FILES)
@@ -62,7 +62,7 @@ def test_a_changed_byte_is_caught_and_named(site: PublicSite, public: Path) -> N
     tarball.write_bytes(bytes(data))
 
     with pytest.raises(DownloadsError) as caught:
-        DownloadsCheck(site.url, retry=FAST).check(plan())
+        DownloadsCheck(site.url, retry=FAST).verify(plan())
 
     assert "3.14.1/Python-3.14.1.tgz has other bytes" in str(caught.value)
     assert "sigstore" not in str(caught.value)  # the others match
@@ -73,7 +73,7 @@ def test_a_missing_or_shorter_file_or_bundle_is_caught(site: PublicSite, public:
     (public / "doc/3.14.1/python-3.14.1-docs.epub").write_bytes(b"the doc")
 
     with pytest.raises(DownloadsError) as caught:
-        DownloadsCheck(site.url, retry=FAST).check(plan())
+        DownloadsCheck(site.url, retry=FAST).verify(plan())
 
     assert "3.14.1/Python-3.14.1.tgz.sigstore answered HTTP 404" in str(caught.value)
     assert "doc/3.14.1/python-3.14.1-docs.epub is 7 bytes, not 8" in str(caught.value)
@@ -81,4 +81,4 @@ def test_a_missing_or_shorter_file_or_bundle_is_caught(site: PublicSite, public:
 
 def test_a_site_that_cannot_be_reached_is_a_sentence() -> None:
     with pytest.raises(DownloadsError, match="could not be fetched"):
-        DownloadsCheck("http://127.0.0.1:9/", retry=FAST).check(plan())
+        DownloadsCheck("http://127.0.0.1:9/", retry=FAST).verify(plan())
