@@ -30,10 +30,12 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
+
+from tests.doubles.server import LoopbackServer
 
 PAGE_SIZE = 30
 INVALID_KEY = (
@@ -110,8 +112,7 @@ class DiscourseDouble:
         self.tags = set(tags)
         self._state = _State()
         self._lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self._hanging: list[threading.Event] = []
 
     def __enter__(self) -> DiscourseDouble:
@@ -120,12 +121,7 @@ class DiscourseDouble:
         class Handler(_Handler):
             owner = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(Handler)
         return self
 
     def __exit__(
@@ -136,17 +132,14 @@ class DiscourseDouble:
     ) -> None:
         for event in self._hanging:
             event.set()
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        assert self._server is not None
+        self._server.stop()
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT/``: stands in for ``https://discuss.python.org/``."""
         assert self._server is not None, "use the double as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self._server.url
 
     # -- setting up and inspecting
 

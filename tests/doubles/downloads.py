@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from tests.doubles.server import LoopbackServer
 
 
 class PublicSite:
@@ -27,8 +29,7 @@ class PublicSite:
         self.paths: list[str] = []
         self.before_serving: Callable[[str], None] | None = None
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     def __enter__(self) -> PublicSite:
         site = self
@@ -45,13 +46,7 @@ class PublicSite:
                     site.before_serving(path)
                 return super().send_head()
 
-        handler = functools.partial(Handler, directory=str(self.root))
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(functools.partial(Handler, directory=str(self.root)))
         return self
 
     def __exit__(
@@ -60,14 +55,11 @@ class PublicSite:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        assert self._server is not None
+        self._server.stop()
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT/``: stands in for ``https://www.python.org/ftp/python/``."""
         assert self._server is not None, "use the site as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self._server.url

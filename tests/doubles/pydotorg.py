@@ -42,10 +42,12 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.doubles.server import LoopbackServer
 
 API = "/api/v1/"
 API2 = "/api/v2/"
@@ -170,8 +172,7 @@ class PydotorgDouble:
         for name, slug in oses:
             pk = self._pk()
             self.oses[pk] = {"name": name, "slug": slug, "resource_uri": f"{API}downloads/os/{pk}/"}
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self.link_origin = ""  # e.g. "http://127.0.0.2:8000": links point there instead
 
     # -- lifecycle
@@ -182,12 +183,7 @@ class PydotorgDouble:
         class Handler(_Handler):
             owner = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(Handler)
         return self
 
     def __exit__(
@@ -196,17 +192,14 @@ class PydotorgDouble:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        assert self._server is not None
+        self._server.stop()
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/``: stands in for ``https://www.python.org/``."""
         assert self._server is not None, "use the double as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self._server.url
 
     @property
     def url(self) -> str:
