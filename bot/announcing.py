@@ -124,29 +124,37 @@ async def blockers(
     config: Config, conn: Connections, tag: ReleaseTag, state: ReleaseState
 ) -> list[str]:
     """What keeps ``/publish`` from offering a plan, on the announcement's side: the
-    release page's and the forum's credentials (checked before anything is public), and a
-    frame that cannot be drafted or misses the RM's words."""
+    release page's and the forum's credentials (checked before anything is public), and
+    :func:`text_blockers`."""
     found: list[str] = []
     if conn.release_page is not None and not state.public_files:
         try:
             await asyncio.to_thread(conn.release_page.preflight, tag)
         except RegistryError as err:
             found.append(f"python.org release page: {err}")
+    if announced(conn, state):
+        assert conn.forum is not None
+        try:
+            await asyncio.to_thread(conn.forum.preflight)
+        except ForumError as err:
+            found.append(f"forum: {err}")
+    return found + text_blockers(config, conn, tag, state)
+
+
+def text_blockers(
+    config: Config, conn: Connections, tag: ReleaseTag, state: ReleaseState
+) -> list[str]:
+    """Why the announcement cannot be drafted yet (a frame that cannot be read, the RM's
+    words missing), without reaching any service: the release board asks it too."""
     if not announced(conn, state):
-        return found
-    assert conn.forum is not None
-    try:
-        await asyncio.to_thread(conn.forum.preflight)
-    except ForumError as err:
-        found.append(f"forum: {err}")
+        return []
     try:
         wants_words = frame(config, tag).wants_words
     except AnnouncementError as err:
-        found.append(f"announcement: {err}")
-    else:
-        if wants_words and not state.announcement_words:
-            found.append(f"the announcement needs your words: /announce {tag} TEXT…")
-    return found
+        return [f"announcement: {err}"]
+    if wants_words and not state.announcement_words:
+        return [f"the announcement needs your words: /announce {tag} TEXT…"]
+    return []
 
 
 def with_announcement(
@@ -172,8 +180,9 @@ def plan_notes(
     tag = plan.tag
     if conn.downloads is not None and config.model.downloads is not None:
         notes.append(
-            f"After the CDN purge every file is downloaded from {config.model.downloads.url} "
-            "and compared with this plan; a difference stops the release page and the post."
+            f"Once they are registered, every file is downloaded from "
+            f"{config.model.downloads.url} and compared with this plan; a difference stops "
+            "the release page and the post."
         )
     if not state.public_files:
         page = config.profile.links(tag).get("release page")

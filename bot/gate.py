@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from bot import handlers
+from bot import announcing, handlers
 from bot.config import Config
 from bot.connections import Connections
 from bot.domain import commands as cmd
@@ -346,6 +346,8 @@ class Gate:
             digests = observer.known_digests(tag, listing)
         rms = self.team.rms_of(tag.branch)
         blockers = publish_blockers(state, rms, listing, readiness, digests)
+        if readiness is not None and not blockers:  # /publish would refuse without the words
+            blockers += announcing.text_blockers(self.config, self._conn, tag, state)
         if readiness is not None and not blockers and self.registry is not None:
             assert seen is not None  # as /publish: python.org only when all else is fine
             objection = await self._preflight_lately(tag, seen)

@@ -16,6 +16,7 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelKind
 from bot.pipeline import PIPELINE
+from bot.render import audit_line
 from tests.announcing.conftest import WORDS, Announcing
 
 TAG = "3.14.1"
@@ -86,6 +87,8 @@ async def test_the_publish_checks_the_site_opens_the_page_and_posts_the_text_sho
     assert len(fetched) == 20
     (announced,) = world.chat.texts(ChannelKind.ANNOUNCEMENT)
     assert "Release page: https://www.python.org/downloads/release/python-3141/" in announced
+    audit = [audit_line(e) for e in world.store.events(ReleaseTag.parse(TAG))]
+    assert any(f"announcement-words 53 characters: {WORDS}" in line for line in audit)
     assert f"Discussion: {a.forum.url}t/python-3-14-1-is-now-available/{topic.id}" in announced
 
 
@@ -107,11 +110,17 @@ async def test_publish_waits_for_the_rm_s_words(announcing: Announcing) -> None:
     world.stage(TAG)
     await world.ready_all(TAG)
 
+    await world.gate.scan()
+
     draft = await world.say("hugo", f"/announce {TAG}")
     refused = await world.say("hugo", f"/publish {TAG}")
+    board = await world.gate.observed(ReleaseTag.parse(TAG))
 
     assert "Your words are not set yet" in draft.text and TITLE in draft.text
     assert refused.private and f"needs your words: /announce {TAG} TEXT…" in refused.text
+    assert board.blockers == (f"the announcement needs your words: /announce {TAG} TEXT…",)
+    await world.say("hugo", f"/announce {TAG} {WORDS}")
+    assert (await world.gate.observed(ReleaseTag.parse(TAG))).blockers == ()
 
 
 async def test_words_changed_after_the_plan_void_its_code(announcing: Announcing) -> None:
