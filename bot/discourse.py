@@ -123,7 +123,7 @@ class DiscourseClient:
                 if isinstance(topic, dict) and same_title(found, title):
                     return self._topic(topic.get("id"), topic.get("slug"), found)
             more = listed.get("more_topics_url") if isinstance(listed, dict) else None
-            path = str(more).lstrip("/") if more else None
+            path = _as_json(str(more)) if more else None
         return None
 
     def post(self, announcement: Announcement) -> Topic:
@@ -207,6 +207,14 @@ class DiscourseClient:
         return ForumError(
             f"{self._host} refused to {what} (HTTP {response.status_code}: {reason})."
         )
+
+
+def _as_json(link: str) -> str:
+    """A page link the forum gives (``/topics/created-by/hugo?page=1``) as the JSON API's
+    path, relative to the forum's root."""
+    path, _, query = link.lstrip("/").partition("?")
+    path = path if path.endswith(".json") else path + ".json"
+    return f"{path}?{query}" if query else path
 
 
 def _errors(response: httpx.Response) -> list[str]:

@@ -72,6 +72,18 @@ def test_the_rm_s_own_topic_is_found_by_its_title(forum: DiscourseDouble) -> Non
     assert client(forum).find_topic("Python 3.14.2 is now available!") is None
 
 
+def test_an_older_topic_of_a_busy_rm_is_found_on_a_later_page(forum: DiscourseDouble) -> None:
+    forum.add_topic(TEXT.title, username="hugo")
+    for n in range(40):  # newer topics push it past the first page
+        forum.add_topic(f"A question about the build, number {n}", username="hugo")
+
+    found = client(forum).find_topic(TEXT.title)
+
+    assert found is not None and found.title == TEXT.title
+    pages = [r.path for r in forum.requests if r.path.startswith("/topics/created-by/")]
+    assert pages == ["/topics/created-by/hugo.json"] * 2
+
+
 def test_a_post_whose_answer_is_lost_is_not_sent_again(forum: DiscourseDouble) -> None:
     forum.fail("post", status=502, commit=True)  # created, then the answer is lost
 
