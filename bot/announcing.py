@@ -178,11 +178,11 @@ def plan_notes(
     public files, the release page, the forum post (with the text's SHA-256)."""
     notes = []
     tag = plan.tag
-    if conn.downloads is not None and config.model.downloads is not None:
+    if conn.downloads is not None:
+        site = config.model.downloads.url if config.model.downloads else "its public URL"
         notes.append(
-            f"Once they are registered, every file is downloaded from "
-            f"{config.model.downloads.url} and compared with this plan; a difference stops "
-            "the release page and the post."
+            f"Once the files are registered, every file is downloaded from {site} and "
+            "compared with this plan; a difference stops the release page and the post."
         )
     if not state.public_files:
         page = config.profile.links(tag).get("release page")
