@@ -145,6 +145,24 @@ def _colour(readiness: Readiness | None) -> discord.Colour:
 # -- replies and the Publish button ----------------------------------------------------------
 
 
+def reply_contents(text: str) -> list[str]:
+    """A reply as messages: one, unless it is longer than a message holds (an announcement
+    to read in full), then several, split at line ends, each its own code block."""
+    fence = "```"
+    room = MAX_CONTENT - 2 * len(fence) - 2
+    if "\n" not in text or len(text) <= room:
+        return [reply_content(text)]
+    chunks = [""]
+    for line in text.replace(fence, "'''").splitlines():
+        while len(line) > room:  # a line longer than a message: cut it
+            chunks += [line[:room], ""]
+            line = line[room:]
+        if len(chunks[-1]) + len(line) + 1 > room:
+            chunks.append("")
+        chunks[-1] += line + "\n"
+    return [f"{fence}\n{chunk.rstrip()}\n{fence}" for chunk in chunks if chunk.strip()]
+
+
 def reply_content(text: str) -> str:
     """A reply as message text: several lines (plans, summaries, help) keep their columns in
     a code block; one sentence stays prose."""
@@ -528,7 +546,10 @@ class DiscordPlatform:
         if reply.confirm is not None:
             view = discord.ui.View(timeout=None)
             view.add_item(PublishButton(reply.confirm.tag, reply.confirm.code))
-        await interaction.followup.send(reply_content(reply.text), ephemeral=True, view=view)
+        *first, last = reply_contents(reply.text)
+        for content in first:
+            await interaction.followup.send(content, ephemeral=True)
+        await interaction.followup.send(last, ephemeral=True, view=view)
 
     async def confirm(self, interaction: discord.Interaction[Any], tag: str, code: str) -> None:
         """A click on "Yes, publish": the confirm line, typed by whoever clicked."""
@@ -643,12 +664,37 @@ class DiscordPlatform:
         async def abort(interaction: discord.Interaction[Any], tag: str) -> None:
             await run(interaction, f"/abort {tag}")
 
+        @app_commands.command(
+            description="Release manager: the forum announcement, or your words in it"
+        )
+        @app_commands.describe(
+            tag="release tag", text="your own words in the announcement (leave out to read it)"
+        )
+        @app_commands.autocomplete(tag=tags)
+        async def announce(
+            interaction: discord.Interaction[Any], tag: str, text: str | None = None
+        ) -> None:
+            await run(interaction, f"/announce {tag} {text}" if text else f"/announce {tag}")
+
         @app_commands.command(name="help", description="relbot's commands, with examples")
         @app_commands.describe(command="one command to explain, e.g. ready")
         async def help_(interaction: discord.Interaction[Any], command: str | None = None) -> None:
             await run(interaction, f"/help {command}" if command else "/help")
 
-        return [ready, unready, status, hold, unhold, publish, respin, waive, unwaive, abort, help_]
+        return [
+            ready,
+            unready,
+            status,
+            hold,
+            unhold,
+            publish,
+            respin,
+            waive,
+            unwaive,
+            abort,
+            announce,
+            help_,
+        ]
 
 
 def _clip(text: str, limit: int) -> str:

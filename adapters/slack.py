@@ -58,10 +58,12 @@ COMMANDS: dict[str, str] = {
     "/waive": "/waive",
     "/unwaive": "/unwaive",
     "/abort": "/abort",
+    "/announce": "/announce",
     "/relbot-help": "/help",
 }
-# Answers to questions stay with whoever asked; changes are shown to the channel.
-_QUESTIONS = frozenset({"/status", "/help"})
+# Answers to questions stay with whoever asked; changes are shown to the channel. The
+# announcement is the RM's draft until the publish posts it: kept with the RM.
+_QUESTIONS = frozenset({"/status", "/help", "/announce"})
 
 # Block Kit limits (https://api.slack.com/reference/block-kit): a message may hold 50 blocks,
 # a section 3000 characters, a header 150, a button value 2000, a confirm dialog's text 300.
@@ -453,7 +455,7 @@ def reply_payload(reply: Reply) -> dict[str, Any]:
     if reply.plan is not None and reply.confirm is not None:
         return {
             "text": _clip(escape(reply.text), MAX_TEXT),
-            "blocks": plan_blocks(reply.plan, reply.confirm, reply.text),
+            "blocks": plan_blocks(reply.plan, reply.confirm, reply.text, reply.notes),
         }
     if reply.summaries and not reply.private:  # /status: the summary's Block Kit
         return {"text": _clip(escape(reply.text), MAX_TEXT), "blocks": status_blocks(reply)}
@@ -479,9 +481,13 @@ def status_blocks(reply: Reply) -> list[Block]:
     return _fit(blocks)
 
 
-def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Block]:
-    """The publish plan for the RM: what goes where, and the Publish button with a confirm
-    dialog naming the tag. ``text`` is the plain plan; its confirm line says until when."""
+def plan_blocks(
+    plan: PublishPlan, prompt: ConfirmPrompt, text: str, notes: Sequence[str] = ()
+) -> list[Block]:
+    """The publish plan for the RM: what goes where, what follows the registration
+    (``notes``: the public files checked, the release page, the announcement and its hash),
+    and the Publish button with a confirm dialog naming the tag. ``text`` is the plain plan;
+    its confirm line says until when."""
     tag = str(plan.tag)
     files, size = count(len(plan.files), "file"), size_text(plan.total_size)
     roles = []
@@ -520,6 +526,7 @@ def plan_blocks(plan: PublishPlan, prompt: ConfirmPrompt, text: str) -> list[Blo
         [
             _header(f"Publish plan for {tag}: {files}, {size}"),
             _section(_listing("Every file becomes public together:", roles)),
+            *([_section(_listing("Then:", [escape(n) for n in notes]))] if notes else []),
             {"type": "actions", "block_id": PUBLISH_ACTION, "elements": [button]},
             {
                 "type": "context",

@@ -19,7 +19,16 @@ from adapters.platform import Platform as Platform
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
 from bot.gate import Gate, new_code
-from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
+from bot.ports import (
+    Chat,
+    Forum,
+    PublicDownloads,
+    Purger,
+    Registry,
+    ReleasePage,
+    SignatureVerifier,
+    Storage,
+)
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
 
@@ -76,6 +85,49 @@ def build_purger(config: Config) -> Purger | None:
     return CdnPurger(settings.purge)
 
 
+def build_downloads(config: Config) -> PublicDownloads | None:
+    """The check of the published files over their public URLs (``[downloads]``), or None."""
+    settings = config.model.downloads
+    if settings is None:
+        return None
+    from bot.downloads_check import DownloadsCheck
+
+    return DownloadsCheck(settings.url)
+
+
+def build_release_page(config: Config) -> ReleasePage | None:
+    """python.org's release page made public through API v2 (``[pydotorg] release_page``),
+    or None; the staff token comes from the environment."""
+    settings = config.model.pydotorg
+    if not settings.release_page:
+        return None
+    from bot.release_page import ReleasePageClient, v2_url
+
+    token = config.secret("pydotorg.token_env", settings.token_env)
+    return ReleasePageClient(
+        v2_url(settings.url), token, config.profile, token_source=settings.token_env
+    )
+
+
+def build_forum(config: Config) -> Forum | None:
+    """The forum the announcement is posted on (``[discourse]``), or None; the RM's API key
+    comes from the environment."""
+    settings = config.model.discourse
+    if settings is None:
+        return None
+    from bot.discourse import DiscourseClient
+
+    key = config.secret("discourse.api_key_env", settings.api_key_env)
+    return DiscourseClient(
+        settings.url,
+        key,
+        settings.username,
+        category=settings.category,
+        tags=settings.tags,
+        key_source=settings.api_key_env,
+    )
+
+
 def build_verifier(config: Config) -> SignatureVerifier:
     """Sigstore verification with the trusted root and signers of the config and profile."""
     from bot.signatures import SigstoreVerifier  # sigstore is heavy: loaded when used
@@ -116,6 +168,9 @@ def build_gate(
         chat,
         registry=build_registry(config) if connect else None,
         purger=build_purger(config) if connect else None,
+        downloads=build_downloads(config) if connect else None,
+        release_page=build_release_page(config) if connect else None,
+        forum=build_forum(config) if connect else None,
         verifier=build_verifier(config),
         code_factory=code_factory,
     )

@@ -228,6 +228,11 @@ def _check(config: Config, args: argparse.Namespace) -> int:
             for name in config.platforms()
             if name not in found.blocked
         ]
+        checks += [
+            functools.partial(_announcing_problems, config, name)
+            for name in ("downloads", "release_page", "discourse")
+            if name not in found.blocked
+        ]
     for check in checks:
         try:
             problems += check()
@@ -262,6 +267,19 @@ def _probe_health(config: Config, args: argparse.Namespace) -> int:
 def _registry_problems(config: Config) -> list[str]:
     registry = build_registry(config)
     return registry.check() if registry is not None else []
+
+
+def _announcing_problems(config: Config, name: str) -> list[str]:
+    """Reach what the announcement needs, when configured: the public site, python.org's
+    API v2 with its token, the forum with its key."""
+    from bot.app import build_downloads, build_forum, build_release_page
+
+    service = {
+        "downloads": build_downloads,
+        "release_page": build_release_page,
+        "discourse": build_forum,
+    }[name](config)
+    return service.check() if service is not None else []
 
 
 def _platform_problems(config: Config, name: str) -> list[str]:

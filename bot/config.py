@@ -3,6 +3,7 @@ that name the key. Secrets are never in the file, only the names of environment 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import posixpath
 import re
@@ -10,9 +11,11 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
+from bot.domain.announcement import DEFAULT_CHANGELOG, AnnouncementError, check_template
 from bot.domain.profile import Profile, load_profile
 from bot.domain.text import is_safe, not_utf8, shown
 from bot.errors import ConfigError
@@ -74,6 +77,53 @@ class PydotorgConfig(_Section):
     kind: Literal["none", "api"] = "none"
     url: str = "https://www.python.org/api/v1/"
     auth_env: str = "PYDOTORG_AUTH"
+    # true: after registration, the Release is made public through API v2 (a staff token)
+    release_page: bool = False
+    token_env: str = "PYDOTORG_TOKEN"
+
+
+def public_url(value: str) -> str:
+    """``value`` as a base URL ending in ``/``: ``https://``, or ``http://`` only on this
+    machine (a test double), so keys and checked bytes never cross a network in clear.
+    (A local rule for the tables of the announcement; raises ValueError.)"""
+    url = urlsplit(value)
+    host = url.hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not (url.scheme == "https" and host) and not (url.scheme == "http" and loopback):
+        raise ValueError("must be an https:// URL (http:// only on 127.0.0.1 or localhost)")
+    return value if value.endswith("/") else value + "/"
+
+
+class DownloadsConfig(_Section):
+    """Where the public folder is served: every published file is fetched there and
+    compared with the plan before the release page and the announcement."""
+
+    url: str = "https://www.python.org/ftp/python/"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return public_url(value)
+
+
+class DiscourseConfig(_Section):
+    """The forum the announcement is posted on, as the RM (a single-user API key)."""
+
+    url: str = "https://discuss.python.org/"
+    api_key_env: str = "DISCOURSE_API_KEY"
+    username: str  # the key's user: the topic is posted as this user
+    category: int = Field(default=23, ge=1)  # discuss.python.org's "Core Development"
+    tags: list[str] = Field(default_factory=lambda: ["release"])
+    template: str | None = None  # a Markdown file: the frame of the text ({branch} allowed)
+    changelog: str = DEFAULT_CHANGELOG  # URL template ({tag}, {version}, {branch})
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return public_url(value)
 
 
 class CdnConfig(_Section):
@@ -130,6 +180,8 @@ class ConfigModel(_Section):
     slack: SlackConfig | None = None
     discord: DiscordConfig | None = None
     health: HealthConfig | None = None
+    downloads: DownloadsConfig | None = None
+    discourse: DiscourseConfig | None = None
     people: dict[str, PersonConfig] = Field(default_factory=dict)
 
 
@@ -142,6 +194,7 @@ class Config:
         self.origin = origin  # the file it came from, or "built-in default"
         self.profile: Profile = load_profile(model.profile, base)
         self._check_people()
+        self._check_announcing()
         self.use_release_cycle(local_copy(model.release_cycle, base, self.release_cycle_cache))
 
     @property
@@ -177,6 +230,38 @@ class Config:
         if not value:
             raise ConfigError(f"{key}: the environment variable {env_name} is not set.")
         return value
+
+    def template_path(self, tag_values: Mapping[str, str]) -> Path | None:
+        """The announcement's template file for a release (``{branch}``, ``{tag}`` and
+        ``{version}`` in its name filled from ``tag_values``), or None for the built-in."""
+        template = self.model.discourse.template if self.model.discourse else None
+        if template is None:
+            return None
+        for name, value in tag_values.items():
+            template = template.replace("{" + name + "}", value)
+        return self.path(template)
+
+    def _check_announcing(self) -> None:
+        pydotorg, discourse = self.model.pydotorg, self.model.discourse
+        if pydotorg.release_page and pydotorg.kind != "api":
+            raise ConfigError(
+                f'{self.origin}: pydotorg.release_page needs kind = "api": the page is made '
+                "public once the files are registered."
+            )
+        template = discourse.template if discourse else None
+        if template is None or "{" in template:
+            return  # the built-in frame, or one file per branch: read when drafting
+        path = self.path(template)
+        try:
+            check_template(path.read_text(encoding="utf-8"), f"discourse.template ({path})")
+        except OSError as err:
+            raise ConfigError(
+                f"{self.origin}: discourse.template: cannot read {path} ({err.strerror})."
+            ) from err
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"{self.origin}: discourse.template: {not_utf8(err)}") from err
+        except AnnouncementError as err:
+            raise ConfigError(f"{self.origin}: {err}") from err
 
     def _check_people(self) -> None:
         roles = self.profile.roles

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.ports import Chat, Purger, Registry, SignatureVerifier, Storage
+from bot.ports import (
+    Chat,
+    Forum,
+    PublicDownloads,
+    Purger,
+    Registry,
+    ReleasePage,
+    SignatureVerifier,
+    Storage,
+)
 from bot.storage.lock import StorageLease
 
 
@@ -20,3 +29,7 @@ class Connections:
     verifier: SignatureVerifier | None = None
     purger: Purger | None = None
     lease: StorageLease | None = None  # the storage lock, held by `relbot run`
+    # The announcement (each optional): the public site checked, the release page, the forum.
+    downloads: PublicDownloads | None = None
+    release_page: ReleasePage | None = None
+    forum: Forum | None = None

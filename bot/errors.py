@@ -45,3 +45,15 @@ class StorageLocked(RelbotError):
 
 class RegistryError(RelbotError):
     """The release database refused or could not be reached."""
+
+
+class DownloadsError(RelbotError):
+    """The public copies of published files differ from the plan, or cannot be fetched."""
+
+
+class ForumError(RelbotError):
+    """The forum (Discourse) refused a request or could not be reached."""
+
+
+class TitleTaken(ForumError):
+    """The forum already has a topic with the announcement's title (it refuses a second)."""

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from bot import handlers
+from bot import announcing, handlers
 from bot.config import Config
 from bot.connections import Connections
 from bot.domain import commands as cmd
@@ -43,7 +43,17 @@ from bot.messages import Reply, Tone
 from bot.metrics import Metrics
 from bot.observer import MAX_BUNDLE, Sight
 from bot.pipeline import BOT, PIPELINE
-from bot.ports import Chat, Journal, Purger, Registry, SignatureVerifier, Storage
+from bot.ports import (
+    Chat,
+    Forum,
+    Journal,
+    PublicDownloads,
+    Purger,
+    Registry,
+    ReleasePage,
+    SignatureVerifier,
+    Storage,
+)
 from bot.refusals import CodeRefused, NotAllowed, Refusal, refusal_reason
 from bot.render import help_text
 from bot.services import Services
@@ -96,6 +106,9 @@ class Gate:
         registry: Registry | None = None,
         verifier: SignatureVerifier | None = None,
         purger: Purger | None = None,
+        downloads: PublicDownloads | None = None,
+        release_page: ReleasePage | None = None,
+        forum: Forum | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         settle_seconds: float = 1.0,
@@ -103,7 +116,16 @@ class Gate:
     ) -> None:
         self.config = config
         self.store = store
-        self._conn = Connections(storage, chat, registry, verifier, purger)
+        self._conn = Connections(
+            storage,
+            chat,
+            registry,
+            verifier,
+            purger,
+            downloads=downloads,
+            release_page=release_page,
+            forum=forum,
+        )
         self._services = Services(
             config,
             store,
@@ -160,6 +182,33 @@ class Gate:
     @purger.setter
     def purger(self, purger: Purger | None) -> None:
         self._conn.purger = purger
+
+    @property
+    def downloads(self) -> PublicDownloads | None:
+        """Where the published files are fetched and checked (``[downloads]``)."""
+        return self._conn.downloads
+
+    @downloads.setter
+    def downloads(self, downloads: PublicDownloads | None) -> None:
+        self._conn.downloads = downloads
+
+    @property
+    def release_page(self) -> ReleasePage | None:
+        """The python.org release page made public (``[pydotorg] release_page``)."""
+        return self._conn.release_page
+
+    @release_page.setter
+    def release_page(self, release_page: ReleasePage | None) -> None:
+        self._conn.release_page = release_page
+
+    @property
+    def forum(self) -> Forum | None:
+        """Where the announcement is posted (``[discourse]``)."""
+        return self._conn.forum
+
+    @forum.setter
+    def forum(self, forum: Forum | None) -> None:
+        self._conn.forum = forum
 
     @property
     def lease(self) -> StorageLease | None:
@@ -296,6 +345,8 @@ class Gate:
             digests = observer.known_digests(tag, listing)
         rms = self.team.rms_of(tag.branch)
         blockers = publish_blockers(state, rms, listing, readiness, digests)
+        if readiness is not None and not blockers:  # /publish would refuse without the words
+            blockers += announcing.text_blockers(self.config, self._conn, tag, state)
         if readiness is not None and not blockers and self.registry is not None:
             assert seen is not None  # as /publish: python.org only when all else is fine
             objection = await self._preflight_lately(tag, seen)

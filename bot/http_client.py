@@ -94,12 +94,15 @@ class HttpClient:
         *,
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
+        stream: bool = False,
     ) -> tuple[httpx.Response, int]:
         """Send, retrying 429, 5xx and transport errors; returns (response, attempts).
 
-        The last response is returned whatever its status. Raises :class:`OtherOrigin` for a
-        URL off the origin, :class:`httpx.InvalidURL` for a malformed one, and the last
-        :class:`httpx.TransportError` when every attempt failed to get a response.
+        The last response is returned whatever its status; with ``stream`` its body is not
+        read yet (iterate it, then close it: large files are never held in memory). Raises
+        :class:`OtherOrigin` for a URL off the origin, :class:`httpx.InvalidURL` for a
+        malformed one, and the last :class:`httpx.TransportError` when every attempt failed
+        to get a response.
         """
         request = self._client.build_request(method, url, content=content, headers=headers)
         self._check_origin(request.url)
@@ -107,7 +110,7 @@ class HttpClient:
         for attempt in range(1, policy.attempts + 1):
             response: httpx.Response | None
             try:
-                response = self._client.send(request)
+                response = self._client.send(request, stream=stream)
             except httpx.TransportError as err:
                 if attempt == policy.attempts:
                     raise

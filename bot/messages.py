@@ -40,6 +40,9 @@ class Reply:
     refusal: str = "rule"  # why it was refused, for metrics: one of REFUSAL_REASONS
     # /status: each release's summary as the channel shows it (rich platforms render these)
     summaries: tuple[ChannelMessage, ...] = ()
+    # /publish: what follows the registration (the check of the public files, the release
+    # page, the announcement), lines the plain text has too; rich platforms show them apart
+    notes: tuple[str, ...] = ()
 
     @property
     def private(self) -> bool:

@@ -9,8 +9,9 @@ from bot.domain.tags import ReleaseTag
 
 # While a confirmed publish is not finished (running, or stuck on a failed step), people can
 # still look (/status, /help), pause it (/hold keeps it from resuming), lift that, and cancel
-# it while nothing is public (/abort). Anything that changes claims or plans waits.
-ALLOWED_WHILE_PUBLISHING = (cmd.Hold, cmd.Unhold, cmd.Abort)
+# it while nothing is public (/abort), and the RM can read the announcement it posts
+# (/announce refuses to change it). Anything that changes claims or plans waits.
+ALLOWED_WHILE_PUBLISHING = (cmd.Hold, cmd.Unhold, cmd.Abort, cmd.Announce)
 
 
 def busy_refusal(tag: ReleaseTag, trouble: str) -> str:

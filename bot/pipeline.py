@@ -1,4 +1,6 @@
-"""The publish pipeline: promote → (index) → register → purge → announce, after a confirmation.
+"""The publish pipeline: promote → (index) → register → purge → downloads → release-page →
+discourse → announce, after a confirmation (the three before the channel's announcement are
+in :mod:`bot.announcing`).
 
 Each step is an object with a name and an idempotent ``run``; the pipeline journals a step as
 started once and as done with its detail, so a restart resumes where a crash stopped and
@@ -17,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from bot import index_publishing
+from bot import announcing, index_publishing
 from bot.connections import Connections
 from bot.domain import late
 from bot.domain.history import EventKind, ReleaseState
@@ -37,7 +39,7 @@ from bot.reporter import Reporter
 log = logging.getLogger(__name__)
 
 BOT = "relbot"  # the actor of events the bot causes itself (a step, a withdrawn claim)
-PIPELINE = ("promote", "register", "purge", "announce")
+PIPELINE = ("promote", "register", "purge", *announcing.STEPS, "announce")
 
 
 @dataclass(frozen=True)
@@ -164,13 +166,16 @@ class Announce:
 
     name = "announce"
 
-    def __init__(self, conn: Connections, profile: Profile) -> None:
+    def __init__(self, conn: Connections, profile: Profile, store: Journal) -> None:
         self._conn = conn
         self._profile = profile
+        self._store = store
 
     async def run(self, run: Run) -> str:
         plan, state = run.plan, run.state
-        links, by = self._profile.links(plan.tag), state.publisher or BOT
+        # The forum topic, as journaled by its step (in this run, or before a restart).
+        posted = announcing.links(self._store.release(plan.tag))
+        links, by = {**self._profile.links(plan.tag), **posted}, state.publisher or BOT
         text = (
             late.announcement(plan, by, links)
             if state.public_files
@@ -201,7 +206,10 @@ class Pipeline:
             SwapIndex(conn),
             Register(conn),
             Purge(conn, reporter),
-            Announce(conn, profile),
+            announcing.CheckDownloads(conn, metrics),
+            announcing.PublishReleasePage(conn, reporter),
+            announcing.PostAnnouncement(conn),
+            Announce(conn, profile, store),
         ]
         self.steps = {step.name: step for step in steps}
 

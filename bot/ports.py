@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bot.domain.announcement import Announcement, Topic
 from bot.domain.files import Listing
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
@@ -208,6 +209,89 @@ class Purger(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class DownloadsReport:
+    """Every file of a plan fetched over its public URL matched: how many, of which
+    ``.sigstore`` bundles, and the bytes read."""
+
+    files: int = 0
+    bundles: int = 0
+    size: int = 0
+
+
+class PublicDownloads(Protocol):
+    """The public site that serves the published files. Blocking; run in worker threads."""
+
+    def verify(self, plan: PublishPlan) -> DownloadsReport:
+        """Fetch every file of ``plan`` as a user would and compare status, size and SHA-256
+        with the plan. Raises :class:`bot.errors.DownloadsError` naming each file that
+        differs or could not be fetched."""
+        ...
+
+    def check(self) -> list[str]:
+        """For ``relbot check``: problems reaching the public site."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReleasePageReport:
+    """What making a release page public did: whether anything changed (False: it was
+    already as wanted), whether the release is now python.org's latest, the releases
+    python.org took ``is_latest`` from as expected, and any other change of ``is_latest``
+    seen meanwhile (someone must look)."""
+
+    changed: bool
+    is_latest: bool
+    demoted: tuple[str, ...] = ()
+    unexpected: tuple[str, ...] = ()
+
+
+class ReleasePage(Protocol):
+    """The release's page on python.org (its Release record's flags). Blocking.
+
+    Errors are :class:`bot.errors.RegistryError` with a sentence fit for the channel."""
+
+    def preflight(self, tag: ReleaseTag) -> None:
+        """Raise unless the Release of ``tag`` is there for these credentials to change."""
+        ...
+
+    def publish(self, tag: ReleaseTag) -> ReleasePageReport:
+        """Make the page public (``is_published``, ``pre_release`` from the tag, ``is_latest``
+        for the newest final), then check what else changed; running it again is a no-op."""
+        ...
+
+    def check(self) -> list[str]:
+        """For ``relbot check``: problems reaching the API with these credentials."""
+        ...
+
+
+class Forum(Protocol):
+    """Where the announcement is posted (Discourse), as one user, in one category with its
+    tags. Blocking. Errors are :class:`bot.errors.ForumError`."""
+
+    def preflight(self) -> None:
+        """Raise unless the key works for its user and the category can be posted in."""
+        ...
+
+    def find_topic(self, title: str) -> Topic | None:
+        """A topic this user started with ``title`` (compared as the forum does), if any."""
+        ...
+
+    def post(self, announcement: Announcement) -> Topic:
+        """Start the topic, once: never retried here, since an answer lost on the way leaves
+        it unknown whether the topic exists (:meth:`find_topic` tells, before any retry).
+        Raises :class:`bot.errors.TitleTaken` when the forum has that title already."""
+        ...
+
+    def search_url(self, title: str) -> str:
+        """A page where people find the topic with ``title`` (for a topic found taken)."""
+        ...
+
+    def check(self) -> list[str]:
+        """For ``relbot check``: problems reaching the forum with this key."""
+        ...
+
+
 class Journal(Protocol):
     """The event log of every release (append-only), and what it folds to. The state of a
     release is derived from its events, never patched in place."""
@@ -244,12 +328,17 @@ class Journal(Protocol):
 
 __all__ = [
     "Chat",
+    "DownloadsReport",
+    "Forum",
     "Journal",
     "PromotionReport",
+    "PublicDownloads",
     "PurgeOutcome",
     "Purger",
     "Registry",
     "RegistryReport",
+    "ReleasePage",
+    "ReleasePageReport",
     "SignatureResult",
     "SignatureStatus",
     "SignatureVerifier",

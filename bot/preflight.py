@@ -107,6 +107,10 @@ def _secrets(config: Config, found: Preflight) -> None:
             _need_env(found, "slack", "slack.signing_secret_env", model.slack.signing_secret_env)
     if model.discord is not None:
         _need_env(found, "discord", "discord.token_env", model.discord.token_env)
+    if model.pydotorg.release_page:
+        _need_env(found, "release_page", "pydotorg.token_env", model.pydotorg.token_env)
+    if model.discourse is not None:
+        _need_env(found, "discourse", "discourse.api_key_env", model.discourse.api_key_env)
 
 
 def _need_env(found: Preflight, service: str, key: str, name: str) -> None:

@@ -4,6 +4,7 @@ fallback that richer platforms send along with their blocks and embeds."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from bot.domain.commands import USAGE
 from bot.domain.history import Event, EventKind, ReleaseState
@@ -26,6 +27,8 @@ HELP_LINES = {
     "publish, or a role that needs no /ready",
     "unwaive": "release manager: undo that waiver",
     "abort": "release manager: cancel a confirmed publish that has made nothing public yet",
+    "announce": "release manager: the forum announcement the publish posts; with TEXT, "
+    "your own words in it",
     "help": "this list, or one command's",
 }
 
@@ -145,7 +148,9 @@ def branch_line(branch: str, status: str) -> str:
     return f"branch {branch}: {status}{only}"
 
 
-def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
+def plan_text(plan: PublishPlan, minutes: int, code_line: str, notes: Sequence[str] = ()) -> str:
+    """The plan as text; ``notes`` (what follows the registration) come before the line to
+    type."""
     lines = [f"Publish plan for {plan.tag}: {len(plan.files)} files, {size_text(plan.total_size)}."]
     for role, files in plan.by_role().items():
         folders = sorted({f.target.rsplit("/", 1)[0] + "/" for f in files if "/" in f.target})
@@ -163,6 +168,7 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str) -> str:
             f"{replaced} replace the live ones, each by one atomic rename, only if the live "
             "ones are still as this plan saw them."
         )
+    lines += notes
     lines.append(f"To publish, type within {minutes} minutes: {code_line}")
     return "\n".join(lines)
 
@@ -212,6 +218,11 @@ def _event_detail(event: Event) -> str:
             return str(data["target"]) + (f": {data['reason']}" if data.get("reason") else "")
         case EventKind.UNWAIVED:
             return str(data["target"])
+        case EventKind.ANNOUNCEMENT_WORDS:
+            words = " ".join(str(data["words"]).split())
+            return f"{count(len(str(data['words'])), 'character')}: " + (
+                words if len(words) <= 60 else words[:59] + "…"
+            )
         case _:
             return str(data.get("reason", ""))
 

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+from bot import announcing
 from bot.config import Config
 from bot.connections import Connections
 from bot.domain.files import Listing, changed_since, needs_digest
@@ -163,6 +164,8 @@ class Services:
                 await asyncio.to_thread(self.conn.registry.preflight, tag)
             except RegistryError as err:
                 blockers.append(f"python.org: {err}")
+        if not blockers:  # the announcement's services, as python.org's: all else is fine
+            blockers += await announcing.blockers(self.config, self.conn, tag, state)
         if blockers:
             text = f"{tag} cannot be published yet: " + "; ".join(blockers) + "."
             if self.config.model.signatures.require and readiness.unsigned:
@@ -174,7 +177,7 @@ class Services:
         plan = make_plan(self.profile, readiness, listing, digests, index.live if index else None)
         if not plan.files:
             raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
-        return plan
+        return announcing.with_announcement(self.config, self.conn, plan, state)
 
     def sign_line(self, tag: ReleaseTag) -> str:
         """The ``relbot sign`` command line that signs what ``tag`` lacks."""

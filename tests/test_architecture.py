@@ -23,6 +23,9 @@ CONCRETE = (
     "bot.http_client",
     "bot.signatures",
     "bot.signing",
+    "bot.downloads_check",
+    "bot.release_page",
+    "bot.discourse",
 )
 
 
@@ -71,6 +74,7 @@ SERVICE_LAYER = [
         "reporter.py",
         "connections.py",
         "refusals.py",
+        "announcing.py",
     )
 ] + modules("bot/handlers")
 
@@ -106,7 +110,17 @@ def test_the_platforms_reach_no_further_than_the_gate(path: Path) -> None:
         node.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Attribute)
-        and node.attr in ("store", "storage", "registry", "purger", "verifier")
+        and node.attr
+        in (
+            "store",
+            "storage",
+            "registry",
+            "purger",
+            "verifier",
+            "downloads",
+            "release_page",
+            "forum",
+        )
         and isinstance(node.value, ast.Name)
         and node.value.id == "gate"
     ]

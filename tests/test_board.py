@@ -20,6 +20,7 @@ from bot.domain.files import Listing
 from bot.domain.tags import ReleaseTag
 from bot.health import HealthServer
 from bot.http_client import RetryPolicy
+from bot.pipeline import PIPELINE
 from bot.registry import PydotorgRegistry
 from bot.storage.local import LocalStorage
 from tests.conftest import World
@@ -155,7 +156,7 @@ async def test_publishable_is_true_exactly_when_publish_offers_a_plan(
     assert data["published"] is True and data["publishable"] is False
     assert data["published_by"] == "hugo"
     assert data["plan"]["stage"] == "published"
-    assert data["plan"]["steps_done"] == ["promote", "register", "purge", "announce"]
+    assert data["plan"]["steps_done"] == list(PIPELINE)
     assert all(f["status"] == "published" for f in data["files"])
     assert not await publish_offers_a_plan(world, "3.14.1")
 

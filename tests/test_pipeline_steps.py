@@ -44,7 +44,16 @@ def test_every_step_a_publish_can_journal_has_its_object(tmp_path: Path) -> None
 
     names = index_publishing.pipeline_for(plan(index), PIPELINE)
 
-    assert names == ("promote", "index", "register", "purge", "announce")
+    assert names == (
+        "promote",
+        "index",
+        "register",
+        "purge",
+        "downloads",
+        "release-page",
+        "discourse",
+        "announce",
+    )
     assert set(names) == set(steps)
     assert all(steps[name].name == name for name in names)
 

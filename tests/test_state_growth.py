@@ -227,6 +227,9 @@ EVENT_DATA: dict[EventKind, st.SearchStrategy[dict[str, Any]]] = {
     EventKind.UNWAIVED: st.builds(
         lambda t: {"target": t}, st.sampled_from(["macos", "python-3.14.1-macos11.pkg"])
     ),
+    EventKind.ANNOUNCEMENT_WORDS: st.builds(
+        lambda w: {"words": w}, st.sampled_from(["The first bugfix release.", "Highlights."])
+    ),
 }
 EVENTS = st.lists(
     st.tuples(

@@ -88,5 +88,10 @@ def may_unwaive(team: Roster, person: str, tag: ReleaseTag) -> str | None:
     return may_act_as_rm(team, person, tag, "undo waivers of")
 
 
+def may_announce(team: Roster, person: str, tag: ReleaseTag) -> str | None:
+    """``/announce``: the announcement is the RM's, read and written by them."""
+    return may_act_as_rm(team, person, tag, "read or write the announcement of")
+
+
 RmRule = Callable[[Roster, str, ReleaseTag], "str | None"]
 """The shape of the RM-only rules (``may_publish`` and the like)."""

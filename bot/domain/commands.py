@@ -15,6 +15,7 @@ from bot.domain.text import shown
 from bot.errors import RelbotError, TagError
 
 MAX_LINE = 1000
+MAX_ANNOUNCE_LINE = 6000  # /announce carries the RM's own words for the announcement
 CODE_RE = re.compile(r"[A-Z0-9]{6,12}")
 
 
@@ -85,6 +86,12 @@ class Abort:
 
 
 @dataclass(frozen=True)
+class Announce:
+    tag: ReleaseTag
+    words: str | None = None  # None: show the announcement; else the RM's part, as typed
+
+
+@dataclass(frozen=True)
 class Help:
     topic: str | None = None  # one command's verb: `/help ready`
 
@@ -101,6 +108,7 @@ Command = (
     | Waive
     | Unwaive
     | Abort
+    | Announce
     | Help
 )
 
@@ -119,16 +127,21 @@ USAGE: dict[str, tuple[str, str]] = {
     ),
     "unwaive": ("/unwaive TAG PATH|ROLE", "/unwaive 3.14.1 python-3.14.1-arm64.exe"),
     "abort": ("/abort TAG", "/abort 3.14.1"),
+    "announce": (
+        "/announce TAG [TEXT…]",
+        "/announce 3.14.1 This is the first maintenance release of 3.14.",
+    ),
     "help": ("/help [COMMAND]", "/help ready"),
 }
 
 
 def parse_command(line: str, roles: Sequence[str]) -> Command:
     """Parse one chat line; raises :class:`CommandError` with a sentence on anything else."""
-    if len(line) > MAX_LINE:
+    limit = MAX_ANNOUNCE_LINE if line.lstrip().lower().startswith("/announce ") else MAX_LINE
+    if len(line) > limit:
         raise CommandError(
             f"That message is {len(line):,} characters long; a command is at most "
-            f"{MAX_LINE:,}. Type /help for the commands."
+            f"{limit:,}. Type /help for the commands."
         )
     words = line.split()
     if not words:
@@ -141,6 +154,8 @@ def parse_command(line: str, roles: Sequence[str]) -> Command:
         raise _not_a_command(words[0], verb)
     args = words[1:]
     try:
+        if verb == "announce" and args:
+            return _announce(line)
         return _build(verb, args, roles)
     except TagError as err:
         raise CommandError(str(err)) from err
@@ -187,6 +202,13 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
             return Help(name)
     usage, example = USAGE[verb]
     return _usage_error(usage, example)
+
+
+def _announce(line: str) -> Announce:
+    """``/announce TAG [TEXT…]``: the text is kept as typed (line breaks included), since it
+    goes into the announcement word for word."""
+    _verb, tag, *rest = line.strip().split(None, 2)
+    return Announce(ReleaseTag.parse(tag.lower()), rest[0] if rest else None)
 
 
 def _not_a_command(typed: str, verb: str) -> CommandError:

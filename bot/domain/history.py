@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.announcement import Announcement
 from bot.domain.claims import Claim, Hold, Withdrawal
 from bot.domain.files import SnapshotFile
 from bot.domain.plan import PlanFile, PublishPlan
@@ -33,6 +34,7 @@ class EventKind(StrEnum):
     REFUSED = "refused"  # command, reason (audit only: changes no state)
     WAIVED = "waived"  # target, role (bool), reason
     UNWAIVED = "unwaived"  # target
+    ANNOUNCEMENT_WORDS = "announcement-words"  # words: the RM's part of the announcement
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class ReleaseState:
     published_by: str | None = None
     waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
     public_files: tuple[PlanFile, ...] = ()  # every file published so far (late ones too)
+    announcement_words: str = ""  # the RM's own part of the announcement (/announce TAG TEXT)
 
     @property
     def is_published(self) -> bool:
@@ -93,12 +96,16 @@ def plan_to_json(plan: PublishPlan) -> dict[str, Any]:
     data: dict[str, Any] = {"digest": plan.digest, "files": [f.to_json() for f in plan.files]}
     if plan.waivers:
         data["waivers"] = list(plan.waivers)
+    if plan.announcement is not None:
+        data["announcement"] = plan.announcement.to_json()
     return data
 
 
 def plan_from_json(tag: ReleaseTag, data: Mapping[str, Any]) -> PublishPlan:
     files = tuple(PlanFile.from_json(f) for f in data["files"])
-    return PublishPlan(tag, files, tuple(data.get("waivers", ())))
+    announced = data.get("announcement")
+    announcement = Announcement.from_json(announced) if announced is not None else None
+    return PublishPlan(tag, files, tuple(data.get("waivers", ())), announcement)
 
 
 def fold(
@@ -170,6 +177,8 @@ def _apply(state: ReleaseState, event: Event) -> None:
             )
         case EventKind.UNWAIVED:
             state.waivers.pop(data["target"], None)
+        case EventKind.ANNOUNCEMENT_WORDS:
+            state.announcement_words = str(data["words"])
         case EventKind.REFUSED:
             pass
 

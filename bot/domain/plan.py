@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bot.domain.announcement import Announcement
 from bot.domain.files import Listing
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness
@@ -64,11 +65,13 @@ class PublishPlan:
     tag: ReleaseTag
     files: tuple[PlanFile, ...]
     waivers: tuple[str, ...] = ()  # the waivers in force, as shown (sorted)
+    # The forum topic the publish posts, as shown to the RM (None: nothing is posted).
+    announcement: Announcement | None = None
 
     @property
     def digest(self) -> str:
-        """SHA-256 over every (path, target, size, sha256) and every waiver: what a
-        confirmation is bound to."""
+        """SHA-256 over every (path, target, size, sha256), every waiver and the
+        announcement's text: what a confirmation is bound to."""
         h = hashlib.sha256(str(self.tag).encode())
         for f in sorted(self.files, key=lambda f: f.path):
             h.update(f"\0{f.path}\0{f.target}\0{f.size}\0{f.sha256}".encode())
@@ -76,6 +79,8 @@ class PublishPlan:
                 h.update(f"\0{f.replaces}".encode())
         for waiver in self.waivers:
             h.update(f"\0waiver\0{waiver}".encode())
+        if self.announcement is not None:  # the text posted is the text confirmed
+            h.update(f"\0announcement\0{self.announcement.sha256}".encode())
         return h.hexdigest()
 
     @property

@@ -15,6 +15,7 @@ from typing import Any
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.history import ReleaseState
+from bot.handlers.announce import announce
 from bot.handlers.claims import ready, unready
 from bot.handlers.holds import hold, unhold
 from bot.handlers.publishing import abort, confirm, publish
@@ -40,6 +41,7 @@ HANDLERS: dict[type[cmd.Command], Handler] = {
     cmd.Waive: waive,
     cmd.Unwaive: unwaive,
     cmd.Abort: abort,
+    cmd.Announce: announce,
 }
 
 __all__ = ["HANDLERS", "dispatch", "status"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from bot import index_publishing
+from bot import announcing, index_publishing
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code
@@ -40,7 +40,9 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
         plan=plan_to_json(plan),
     )
     prompt = ConfirmPrompt(str(tag), code)
-    return Reply(plan_text(plan, max(1, timeout // 60), prompt.line), plan=plan, confirm=prompt)
+    notes = tuple(announcing.plan_notes(s.config, s.conn, plan, state))
+    text = plan_text(plan, max(1, timeout // 60), prompt.line, notes)
+    return Reply(text, plan=plan, confirm=prompt, notes=notes)
 
 
 def code_refusal(tag: ReleaseTag, problem: CodeProblem) -> str:
@@ -177,4 +179,6 @@ def plan_difference(old: PublishPlan, new: PublishPlan) -> str:
     ]
     if old.waivers != new.waivers:
         changes.append("waivers changed")
+    if old.announcement != new.announcement:
+        changes.append("the announcement changed")
     return ", ".join(sorted(changes)) or "files changed"

@@ -186,6 +186,17 @@ class MockDiscord:
         result: dict[str, Any] = await self.wait_for(answer)
         return result
 
+    async def replies(self, sent: Sent, count: int) -> list[dict[str, Any]]:
+        """The first ``count`` followup messages of an interaction (a long answer is sent in
+        several), once they have all arrived."""
+
+        def arrived() -> list[dict[str, Any]] | None:
+            sent_so_far = self._followups.get(sent.token, [])
+            return sent_so_far[:count] if len(sent_so_far) >= count else None
+
+        result: list[dict[str, Any]] = await self.wait_for(arrived)
+        return result
+
     def callback(self, sent: Sent) -> dict[str, Any] | None:
         """How the bot acknowledged an interaction, if it has."""
         return self._acknowledged.get(sent.token)

@@ -149,6 +149,7 @@ async def test_commands_are_synced_to_the_configured_guild_with_the_profiles_rol
             "waive",
             "unwaive",
             "abort",
+            "announce",
             "help",
         ]
     )

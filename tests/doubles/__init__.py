@@ -1,1 +1,1 @@
-"""Test doubles of services that cannot run here (python.org)."""
+"""Test doubles of services that cannot run here (python.org, its download site, the forum)."""

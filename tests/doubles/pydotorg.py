@@ -17,6 +17,17 @@ Unpublished releases are listed to staff users only, as on python.org.
 Stricter than python.org, to catch client mistakes: a malformed Authorization header or an
 unknown user is a 401 (python.org treats both as a guest), and unknown fields in a POST are a 400.
 
+It also serves the Release part of API v2 (Django REST framework, ``/api/v2/downloads/release/``),
+the one that can change a Release: ``Authorization: Token KEY`` (an unknown token is a 401 even
+for reads, as DRF's TokenAuthentication answers), reads for anyone (unpublished releases for
+staff only), writes for staff only (401 without a token, 403 for a non-staff one), PATCH for a
+partial change, PUT and POST needing the required ``name``, unknown filters ignored as
+django-filter does, the whole list unpaginated, and on every save with ``is_latest`` set,
+``is_latest`` cleared on every other release of the same ``version`` (python.org's
+``promote_latest_release``). API v1 answers PATCH and PUT with 405. Stricter than python.org:
+a field the serializer does not know, or a boolean given as anything but a JSON boolean, is a
+400. :attr:`PydotorgDouble.after_write` runs after each v2 write (another admin at work).
+
 Any ``PURGE`` request is answered 200 and recorded in :attr:`PydotorgDouble.purges`, standing in
 for the CDN in front of python.org. Faults are injected with :meth:`PydotorgDouble.fail` (a
 redirect too: a 3xx status with a ``location``). Setting :attr:`PydotorgDouble.link_origin`
@@ -29,14 +40,34 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from tests.doubles.server import LoopbackServer
+
 API = "/api/v1/"
+API2 = "/api/v2/"
+# What API v2's ReleaseSerializer shows, and which of those a write may set.
+RELEASE_FIELDS_V2 = (
+    "name",
+    "slug",
+    "version",
+    "is_published",
+    "is_latest",
+    "release_date",
+    "pre_release",
+    "release_page",
+    "release_notes_url",
+    "show_on_download_page",
+    "resource_uri",
+)
+RELEASE_BOOLEANS = ("is_published", "is_latest", "pre_release", "show_on_download_page")
+RELEASE_FILTERS_V2 = ("name", "slug", "is_published", "pre_release", "version", "release_date")
+_TOKEN_RE = re.compile(r"Token (\S+)")
 PYTHON_ORG = "https://www.python.org/"
 DEFAULT_OSES = (
     ("Source release", "source"),
@@ -70,7 +101,7 @@ REQUIRED_FILE_FIELDS = ("name", "slug", "os", "release", "url")
 _AUTH_RE = re.compile(r"ApiKey ([^:\s]+):([^:\s]+)")
 _SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
-Op = Literal["create", "delete", "list", "get", "purge", "any"]
+Op = Literal["create", "delete", "list", "get", "patch", "purge", "any"]
 
 
 @dataclass
@@ -108,10 +139,11 @@ class RecordedRequest:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, message: str = "") -> None:
+    def __init__(self, status: int, message: str = "", payload: Any = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.payload = payload  # API v2: the body (field errors) instead of {"detail": message}
 
 
 class PydotorgDouble:
@@ -121,9 +153,13 @@ class PydotorgDouble:
         self,
         users: Mapping[str, tuple[str, bool]] | None = None,
         *,
+        tokens: Mapping[str, tuple[str, bool]] | None = None,
         oses: tuple[tuple[str, str], ...] = DEFAULT_OSES,
     ) -> None:
         self.users = dict(users or {"rm": ("key", True)})  # name → (API key, is staff)
+        # API v2 (DRF) tokens are another key than v1's: name → (token, is staff)
+        self.tokens = dict(tokens or {"rm": ("token", True)})
+        self.after_write: Callable[[], None] | None = None
         self._lock = threading.RLock()
         self._next_pk = 1
         self.oses: dict[int, dict[str, Any]] = {}
@@ -136,8 +172,7 @@ class PydotorgDouble:
         for name, slug in oses:
             pk = self._pk()
             self.oses[pk] = {"name": name, "slug": slug, "resource_uri": f"{API}downloads/os/{pk}/"}
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self.link_origin = ""  # e.g. "http://127.0.0.2:8000": links point there instead
 
     # -- lifecycle
@@ -148,12 +183,7 @@ class PydotorgDouble:
         class Handler(_Handler):
             owner = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(Handler)
         return self
 
     def __exit__(
@@ -162,17 +192,14 @@ class PydotorgDouble:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        assert self._server is not None
+        self._server.stop()
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/``: stands in for ``https://www.python.org/``."""
         assert self._server is not None, "use the double as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self._server.url
 
     @property
     def url(self) -> str:
@@ -181,24 +208,50 @@ class PydotorgDouble:
 
     # -- setting up and inspecting
 
-    def add_release(self, name: str, *, published: bool = False) -> int:
-        """Create a Release as the RM does in the admin; returns its pk."""
+    def add_release(
+        self, name: str, *, published: bool = False, latest: bool = False, version: int = 3
+    ) -> int:
+        """Create a Release as the RM does in the admin; returns its pk. ``latest`` saves it
+        with is_latest, which (as on python.org) clears it on the others of its version."""
         with self._lock:
             pk = self._pk()
-            version = name.removeprefix("Python ")
+            number = name.removeprefix("Python ")
             self.releases[pk] = {
                 "name": name,
                 "slug": re.sub(r"[^a-z0-9]+", "-", name.lower()),
-                "version": 3,
+                "version": version,
                 "is_published": published,
-                "pre_release": bool(re.search(r"(a|b|rc)\d+$", version)),
+                "is_latest": latest,
+                "pre_release": bool(re.search(r"(a|b|rc)\d+$", number)),
                 "release_date": None,
                 "release_page": None,
                 "release_notes_url": "",
                 "show_on_download_page": True,
                 "resource_uri": f"{API}downloads/release/{pk}/",
             }
+            self._saved(pk)
             return pk
+
+    def release(self, name: str) -> dict[str, Any]:
+        """The Release named ``name``, as stored."""
+        with self._lock:
+            return dict(self.releases[_pk_of(self._release_uri(name), "release")])
+
+    def latest(self, version: int = 3) -> list[str]:
+        """The names of the releases of ``version`` flagged is_latest (python.org keeps one)."""
+        with self._lock:
+            return sorted(
+                str(r["name"])
+                for r in self.releases.values()
+                if r["is_latest"] and r["version"] == version
+            )
+
+    def set_latest(self, name: str, latest: bool = True) -> None:
+        """Save a release's is_latest as an admin would (with python.org's side effect)."""
+        with self._lock:
+            pk = _pk_of(self._release_uri(name), "release")
+            self.releases[pk]["is_latest"] = latest
+            self._saved(pk)
 
     def add_file(self, **record: Any) -> int:
         """Insert a record directly (as an earlier run or the admin would have); no checks."""
@@ -254,6 +307,22 @@ class PydotorgDouble:
 
     # -- internals
 
+    def _saved(self, pk: int) -> None:
+        """python.org's post_save signal: a release saved as latest demotes the others of
+        its version (Python 3: one latest release overall)."""
+        saved = self.releases[pk]
+        if saved["is_latest"]:
+            for other_pk, other in self.releases.items():
+                if other_pk != pk and other["version"] == saved["version"]:
+                    other["is_latest"] = False
+
+    def _release_v2(self, pk: int) -> dict[str, Any]:
+        """A Release as API v2's serializer shows it (hyperlinks absolute)."""
+        origin = self.link_origin or self.base_url.rstrip("/")
+        shown = {key: self.releases[pk].get(key) for key in RELEASE_FIELDS_V2}
+        shown["resource_uri"] = f"{origin}{API2}downloads/release/{pk}/"
+        return shown
+
     def _pk(self) -> int:
         pk = self._next_pk
         self._next_pk += 1
@@ -308,6 +377,11 @@ class PydotorgDouble:
         return None
 
 
+def _v1(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as API v1 shows it: its Release has no is_latest."""
+    return {k: v for k, v in obj.items() if k != "is_latest"} if kind == "release" else obj
+
+
 def _pk_of(uri: str, kind: str) -> int:
     match = re.fullmatch(rf"(?:https?://[^/]+)?{API}downloads/{kind}/(\d+)/", uri)
     if match is None:
@@ -348,6 +422,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         api = self.owner
         parts = urlsplit(self.path)
+        if parts.path.startswith(API2):
+            _handle_v2(self, parts.path, parse_qs(parts.query, keep_blank_values=True))
+            return
         query = parse_qs(parts.query, keep_blank_values=True)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -393,6 +470,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _op(self, path: str, query: Mapping[str, list[str]]) -> Op:
         if self.command == "PURGE":
             return "purge"
+        if self.command in ("PATCH", "PUT"):
+            return "patch"
         if self.command == "POST":
             return "create"
         if self.command == "DELETE":
@@ -450,7 +529,7 @@ class _Handler(BaseHTTPRequestHandler):
             if obj is None or hidden:
                 raise _Refusal(404)
             if self.command == "GET":
-                return 200, obj, {}
+                return 200, _v1(kind, obj), {}
             if self.command == "DELETE" and kind == "release_file":
                 del table[pk]
                 return 204, None, {}
@@ -514,7 +593,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "next": link(offset + limit) if offset + limit < len(objects) else None,
                 "previous": link(max(0, offset - limit)) if offset > 0 else None,
             },
-            "objects": page,
+            "objects": [_v1(kind, obj) for obj in page],
         }
 
     def _delete_list(self, query: Mapping[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
@@ -570,3 +649,178 @@ class _Handler(BaseHTTPRequestHandler):
         origin = api.link_origin or api.base_url.rstrip("/")
         location = f"{origin}{API}downloads/release_file/{pk}/"
         return 201, None, {"Location": location}
+
+
+# -- API v2 (Django REST framework): the Release list and detail views -----------------------
+
+
+def _handle_v2(self: _Handler, path: str, query: Mapping[str, list[str]]) -> None:
+    """Answer one API v2 request (``self`` is the request's handler)."""
+    api = self.owner
+    length = int(self.headers.get("Content-Length") or 0)
+    raw = self.rfile.read(length) if length else b""
+    status, payload, headers = 500, None, {}
+    user: str | None = None
+    body: Any = None
+    with api._lock:
+        fault = api._fault_for(self._op(path, query))
+        try:
+            if fault is not None and not fault.commit:
+                raise _Refusal(fault.status, "injected fault")
+            user, staff = _token_user(self)
+            if self.command not in ("GET", "HEAD", "OPTIONS"):
+                if user is None:
+                    raise _Refusal(401, "Authentication credentials were not provided.")
+                if not staff:
+                    raise _Refusal(403, "You do not have permission to perform this action.")
+            if self.command in ("POST", "PUT", "PATCH"):
+                body = _json_v2(self, raw)
+            status, payload, headers = _route_v2(self, path, query, staff, body)
+            if fault is not None:
+                raise _Refusal(fault.status, "injected fault after the change was made")
+        except _Refusal as refusal:
+            status, headers = refusal.status, {}
+            payload = (
+                refusal.payload if refusal.payload is not None else {"detail": refusal.message}
+            )
+            if status == 401:
+                headers["WWW-Authenticate"] = "Token"
+        api.requests.append(
+            RecordedRequest(self.command, path, query, user, status, body, api._counts())
+        )
+    hook = api.after_write if self.command in ("POST", "PUT", "PATCH", "DELETE") else None
+    if hook is not None and status < 300:
+        hook()
+    data = b"" if payload is None else json.dumps(payload).encode()
+    self.send_response(status)
+    for name, value in headers.items():
+        self.send_header(name, value)
+    if data:
+        self.send_header("Content-Type", "application/json")
+    self.send_header("Content-Length", str(len(data)))
+    self.end_headers()
+    self.wfile.write(data)
+    self.wfile.flush()
+
+
+def _token_user(handler: _Handler) -> tuple[str | None, bool]:
+    """DRF's TokenAuthentication: another scheme is anonymous; a token it does not know, or
+    no token after the keyword, is a 401 whatever the method."""
+    header = handler.headers.get("Authorization")
+    if header is None or not header.startswith("Token"):
+        return None, False
+    match = _TOKEN_RE.fullmatch(header)
+    if match is None:
+        raise _Refusal(401, "Invalid token header. No credentials provided.")
+    for name, (token, staff) in handler.owner.tokens.items():
+        if token == match.group(1):
+            return name, staff
+    raise _Refusal(401, "Invalid token.")
+
+
+def _json_v2(handler: _Handler, raw: bytes) -> dict[str, Any]:
+    kind = handler.headers.get("Content-Type", "").split(";")[0].strip()
+    if kind != "application/json":
+        raise _Refusal(415, f'Unsupported media type "{kind}" in request.')
+    try:
+        body = json.loads(raw)
+    except ValueError as err:
+        raise _Refusal(400, f"JSON parse error - {err}") from err
+    if not isinstance(body, dict):
+        raise _Refusal(400, "", {"non_field_errors": ["Invalid data. Expected a dictionary."]})
+    return body
+
+
+def _route_v2(
+    handler: _Handler,
+    path: str,
+    query: Mapping[str, list[str]],
+    staff: bool,
+    body: dict[str, Any] | None,
+) -> tuple[int, Any, dict[str, str]]:
+    api = handler.owner
+    match = re.fullmatch(rf"{API2}downloads/release/(?:(\d+)/)?", path)
+    if match is None:
+        raise _Refusal(404, "Not found.")
+    visible = {pk: r for pk, r in api.releases.items() if staff or r["is_published"]}
+    method = handler.command
+    if match.group(1) is None:
+        if method == "GET":
+            return 200, [api._release_v2(pk) for pk in _filtered_v2(visible, query)], {}
+        if method == "POST":
+            assert body is not None
+            pk = api._pk()
+            api.releases[pk] = {
+                "slug": "",
+                "version": 3,
+                "is_published": False,
+                "is_latest": False,
+                "pre_release": False,
+                "release_date": None,
+                "release_page": None,
+                "release_notes_url": "",
+                "show_on_download_page": True,
+                "resource_uri": f"{API}downloads/release/{pk}/",
+            }
+            _write_v2(api.releases[pk], body, partial=False)
+            api._saved(pk)
+            shown = api._release_v2(pk)
+            return 201, shown, {"Location": shown["resource_uri"]}
+        raise _Refusal(405, f'Method "{method}" not allowed.')
+    pk = int(match.group(1))
+    if pk not in visible:
+        raise _Refusal(404, "No Release matches the given query.")
+    if method == "GET":
+        return 200, api._release_v2(pk), {}
+    if method in ("PUT", "PATCH"):
+        assert body is not None
+        _write_v2(api.releases[pk], body, partial=method == "PATCH")
+        api._saved(pk)
+        return 200, api._release_v2(pk), {}
+    if method == "DELETE":
+        del api.releases[pk]
+        return 204, None, {}
+    raise _Refusal(405, f'Method "{method}" not allowed.')
+
+
+def _filtered_v2(
+    releases: Mapping[int, dict[str, Any]], query: Mapping[str, list[str]]
+) -> list[int]:
+    """django-filter on the viewset's fields; a parameter it does not know is ignored."""
+    found = []
+    for pk, release in releases.items():
+        keep = True
+        for key, values in query.items():
+            if key not in RELEASE_FILTERS_V2:
+                continue
+            value = values[-1]
+            if key in RELEASE_BOOLEANS:
+                truth = {"true": True, "1": True, "false": False, "0": False}.get(value.lower())
+                if truth is None:
+                    raise _Refusal(400, "", {key: ["Enter a valid boolean."]})
+                keep = keep and release[key] is truth
+            else:
+                keep = keep and str(release[key]) == value
+        if keep:
+            found.append(pk)
+    return found
+
+
+def _write_v2(release: dict[str, Any], body: Mapping[str, Any], *, partial: bool) -> None:
+    """The serializer's validation, then the change (all or nothing)."""
+    writable = set(RELEASE_FIELDS_V2) - {"resource_uri"}
+    errors: dict[str, list[str]] = {}
+    for key, value in body.items():
+        if key == "resource_uri":
+            continue  # read-only: ignored, as DRF does
+        if key not in writable:
+            errors[key] = ["Unknown field (the double is stricter than python.org)."]
+        elif key in RELEASE_BOOLEANS and not isinstance(value, bool):
+            errors[key] = ["Must be a valid boolean."]
+    if not partial and not body.get("name"):
+        errors["name"] = ["This field is required."]
+    if "name" in body and not (isinstance(body["name"], str) and body["name"]):
+        errors["name"] = ["This field may not be blank."]
+    if errors:
+        raise _Refusal(400, "", errors)
+    release.update({k: v for k, v in body.items() if k != "resource_uri"})

@@ -112,7 +112,16 @@ async def test_index_is_published_last_by_replacing_the_live_one(
         for e in world.store.events(ReleaseTag.parse("3.14.1"))
         if e.kind is EventKind.STEP_DONE
     ]
-    assert steps == ["promote", "index", "register", "purge", "announce"]
+    assert steps == [
+        "promote",
+        "index",
+        "register",
+        "purge",
+        "downloads",
+        "release-page",
+        "discourse",
+        "announce",
+    ]
     promoted = world.store.release(ReleaseTag.parse("3.14.1")).steps_done["promote"]
     assert promoted.startswith("2 folders renamed, 0 files moved"), promoted
     assert not (world.staging / ASIDE_FOLDER / "3.14.1").exists()
