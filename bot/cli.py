@@ -130,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     wait.add_argument(
         "--interval", type=_seconds, default=2.0, metavar="S", help="seconds between looks (2)"
     )
+    wait.add_argument(
+        "--progress",
+        action="store_true",
+        help="say on stderr what it waits for whenever that changes (default on a terminal)",
+    )
     wait.set_defaults(func=_wait)
     return parser
 
@@ -306,7 +311,7 @@ def _wait(config: Config, args: argparse.Namespace) -> int:
     tag, until = ReleaseTag.parse(args.tag), Until(args.until)
 
     def say(line: str) -> None:  # progress, for a person watching; scripts get the outcome
-        if sys.stderr.isatty():
+        if args.progress or sys.stderr.isatty():
             print(f"relbot wait: {line}", file=sys.stderr, flush=True)
 
     async def waiting() -> int:

@@ -36,6 +36,7 @@ from bot.gate import Observed
 from bot.log_reader import LogReader
 from bot.messages import ChannelMessage
 from bot.observer import Observer
+from bot.ports import Storage
 from bot.refusals import Refusal
 from bot.team import Team
 from bot.waiting import LookFailed, Release, Source, Until
@@ -108,9 +109,11 @@ class StateFileSource:
         tag: ReleaseTag,
         until: Until,
         *,
+        storage: Storage | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._config, self._tag, self._until, self._clock = config, tag, until, clock
+        self._storage = storage  # default: the config's, made at the first listing
         self._log = LogReader(config.state_path)
         self._profile = config.profile
         self._rms = Team(config.people).rms_of(tag.branch)
@@ -192,9 +195,8 @@ class StateFileSource:
         config = self._config
         # Signatures block only `publishable`, and only when required: else never hash for them.
         verify = self._until is Until.PUBLISHABLE and self._signatures
-        conn = Connections(
-            build_storage(config), _NoChat(), verifier=build_verifier(config) if verify else None
-        )
+        storage = self._storage or build_storage(config)
+        conn = Connections(storage, _NoChat(), verifier=build_verifier(config) if verify else None)
         self._observer = Observer(
             self._profile,
             conn,

@@ -74,7 +74,7 @@ def judge(release: Release | None, tag: str, until: Until, since: int) -> Verdic
     """Whether ``release`` has reached ``until``, must stop the wait (a hold; for
     ``published``, an abort recorded after event ``since``), or is still on its way."""
     if release is None:
-        return Verdict(None, f"the bot has not seen {tag} yet (nothing staged, nothing said)")
+        return Verdict(None, f"nothing is recorded for {tag} yet")
     published, publishing = bool(release["published"]), bool(release.get("publishing"))
     reached = {
         Until.READY: published or publishing or is_ready(release),
@@ -102,15 +102,18 @@ def judge(release: Release | None, tag: str, until: Until, since: int) -> Verdic
 
 def _missing(release: Release, tag: str, until: Until) -> str:
     """What the release still lacks for ``until``, in a few words."""
-    if until is Until.READY:
-        late = [
-            f"{role} ({r['state']})"
-            for role, r in release["roles"].items()
-            if r["state"] not in ("ready", "waived")
-        ]
-        return "not ready: " + ", ".join(late)
-    if until is Until.PUBLISHED and release["publishable"]:
-        return f"publishable; waiting for the release manager to confirm /publish {tag}"
+    if not is_ready(release):
+        late = [r for r, v in release["roles"].items() if v["state"] not in ("ready", "waived")]
+        if not release.get("listed", True):  # roles as the log has them, staging not looked at
+            return "waiting for /ready from " + ", ".join(late)
+        return "not ready: " + ", ".join(f"{r} ({release['roles'][r]['state']})" for r in late)
+    if until is Until.PUBLISHED:
+        if release.get("publishing"):
+            return "being published now"
+        if release["publishable"]:
+            return f"publishable; waiting for the release manager to confirm /publish {tag}"
+        if not release.get("listed", True):
+            return f"every role is ready; waiting for /publish {tag} and its confirmation"
     blockers = list(release["blockers"])
     more = len(blockers) - MAX_SHOWN
     shown = "; ".join(blockers[:MAX_SHOWN]) + (f"; and {more} more" if more > 0 else "")
