@@ -120,6 +120,8 @@ class StateFileSource:
         self._signatures = config.model.signatures.require
         self._observer: Observer | None = None  # made at the first listing (SFTP connects)
         self._last: tuple[float, int, Observed] | None = None  # (listed at, last event, seen)
+        self._listings = 0  # how many times staging was listed
+        self._json: tuple[tuple[int, int], Release] | None = None  # the last JSON, and its key
 
     async def look(self) -> Release | None:
         events, state = self._log.look(self._tag)
@@ -131,6 +133,11 @@ class StateFileSource:
             self._last = None  # the log moved away from "every role ready": look afresh later
             blockers = publish_blockers(state, self._rms, None, None, {})
             observed = Observed(state, None, {}, tuple(blockers))
+        # The same events and the same observation make the same JSON, except an offered
+        # plan, which expires with time: then it is built again.
+        key = (events[-1].id, self._listings if self._last else 0)
+        if self._json is not None and self._json[0] == key and state.offer is None:
+            return self._json[1]
         view = release_view(
             self._profile,
             self._tag,
@@ -139,7 +146,8 @@ class StateFileSource:
             now=self._clock(),
             signatures_required=self._signatures,
         )
-        return view.to_json()
+        self._json = (key, view.to_json())
+        return self._json[1]
 
     def _lists_staging(self, state: ReleaseState) -> bool:
         """Whether staging can tell more than the log: never for ``published``, nor once a
@@ -162,6 +170,7 @@ class StateFileSource:
             if seen_event == last_event and fresh:
                 return observed
         observed = await self._list(state)
+        self._listings += 1
         self._last = (now, last_event, observed)
         return observed
 
