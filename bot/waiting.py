@@ -85,7 +85,7 @@ def judge(release: Release | None, tag: str, until: Until, since: int) -> Verdic
         return Verdict(Outcome.REACHED, f"{tag} is {until}")
     if release["holds"]:
         hold = release["holds"][0]
-        why = f": {hold['reason']}" if hold.get("reason") else ""
+        why = f": {hold['reason'].rstrip('.')}" if hold.get("reason") else ""
         return Verdict(
             Outcome.HELD,
             f"{tag} is held by {hold['by']}{why}; wait again once someone says /unhold {tag}",
@@ -94,7 +94,8 @@ def judge(release: Release | None, tag: str, until: Until, since: int) -> Verdic
     if until is Until.PUBLISHED and aborted and aborted["event"] > since and not publishing:
         return Verdict(
             Outcome.ABORTED,
-            f"the publish of {tag} was aborted ({aborted['reason']}); nothing was made public, "
+            f"the publish of {tag} was aborted ({aborted['reason'].rstrip('.')}); nothing was "
+            "made public, "
             f"and the release manager can say /publish {tag} again",
         )
     return Verdict(None, _missing(release, tag, until))

@@ -53,14 +53,16 @@ say "patch applied: $(git -C "$checkout" diff --stat | tail -n 1 | sed 's/^ *//'
 say "with the patch:   $(run_tests after)"
 
 # Tests that passed before and do not now; tests the patch adds, and how they went.
-grep '^PASSED ' "$work/before.results" | cut -d' ' -f2 >"$work/passed-before"
-grep '^PASSED ' "$work/after.results" | cut -d' ' -f2 >"$work/passed-after"
+# A test's id may hold spaces (parameters): drop only the leading status word.
+ids() { sed -n "s/^$1 //p" "$2" | sort; }
+ids PASSED "$work/before.results" >"$work/passed-before"
+ids PASSED "$work/after.results" >"$work/passed-after"
 broken=$(comm -23 "$work/passed-before" "$work/passed-after")
-cut -d' ' -f2 "$work/before.results" | sort >"$work/all-before"
-cut -d' ' -f2 "$work/after.results" | sort >"$work/all-after"
+ids '[A-Z]*' "$work/before.results" >"$work/all-before"
+ids '[A-Z]*' "$work/after.results" >"$work/all-after"
 comm -13 "$work/all-before" "$work/all-after" >"$work/new"
-new_failing=$(grep -v -x -F -f "$work/passed-after" "$work/new" || true)
-still_failing=$(grep -E '^(FAILED|ERROR) ' "$work/after.results" | cut -d' ' -f2 || true)
+new_failing=$(comm -23 "$work/new" "$work/passed-after")
+still_failing=$(ids '\(FAILED\|ERROR\)' "$work/after.results")
 say "tests the patch adds: $(wc -l <"$work/new" | tr -d ' '), failing: $(printf '%s' "$new_failing" | grep -c . || true)"
 say "tests that passed before and fail with the patch: $(printf '%s' "$broken" | grep -c . || true)"
 if [ -n "$still_failing" ]; then
@@ -90,7 +92,7 @@ say "mypy (their config, strict): $(tail -n 1 "$work/mypy.log")"
 [ "$lint" = ok ] || { cat "$work/ruff.log" "$work/black.log" "$work/mypy.log" >&2; die "FAILED: lint"; }
 
 [ -z "$broken" ] && [ -z "$new_failing" ] || {
-    printf '%s\n' $broken $new_failing >&2
+    printf '%s\n' "$broken" "$new_failing" >&2
     die "FAILED: the tests above fail with the patch"
 }
 say "OK: the patch applies, and release-tools' tests and linters pass with it"
