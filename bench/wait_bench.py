@@ -13,45 +13,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
+from bench.refusal_bench import timed  # median and p95 of repeated calls
 from bot.board_http import BoardRoutes
 from bot.domain.tags import ReleaseTag
 from bot.health import HealthServer
 from bot.wait_sources import BoardSource, StateFileSource
 from bot.waiting import Until
 from tests.conftest import World  # the test team, reused as the bench team
+from tests.sshd import free_port
 
 TAG = "3.14.1"
 RELBOT = Path(sys.executable).with_name("relbot")
-
-
-async def timed(runs: int, action: Callable[[], Awaitable[object]]) -> tuple[float, float]:
-    """Median and 95th percentile of ``runs`` calls, in milliseconds."""
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        await action()
-        samples.append((time.perf_counter() - started) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def command(root: Path, *args: str, calls: int) -> float:
@@ -69,8 +52,8 @@ def command(root: Path, *args: str, calls: int) -> float:
     return statistics.median(samples)
 
 
-async def measure(runs: int, events: int, calls: int) -> list[tuple[str, str, str]]:
-    rows = []
+async def measure(runs: int, events: int, calls: int) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         world = World(root)
