@@ -128,7 +128,11 @@ def _parser() -> argparse.ArgumentParser:
         help="ask the running bot's board (http://HOST:PORT) instead of reading the state file",
     )
     wait.add_argument(
-        "--interval", type=_seconds, default=2.0, metavar="S", help="seconds between looks (2)"
+        "--interval",
+        type=functools.partial(_seconds, least=0.05),
+        default=2.0,
+        metavar="S",
+        help="seconds between looks (2)",
     )
     wait.add_argument(
         "--progress",
@@ -292,13 +296,13 @@ def _platform_problems(config: Config, name: str) -> list[str]:
     return build_platform(config, name).check()
 
 
-def _seconds(text: str) -> float:
+def _seconds(text: str, least: float = 0.0) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not least <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least {least:g} seconds")
     return value
 
 

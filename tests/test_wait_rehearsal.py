@@ -308,6 +308,10 @@ def test_a_wait_that_cannot_start_says_why_in_one_sentence(rehearsal: Rehearsal)
     assert bad_tag.returncode == 1 and bad_tag.stderr.count("\n") == 1
     bad_until = rehearsal.relbot("wait", TAG, "--until", "shipped")
     assert bad_until.returncode == 2 and "invalid choice: 'shipped'" in bad_until.stderr
+    spinning = rehearsal.relbot("wait", TAG, "--until", "ready", "--interval", "0")
+    assert spinning.returncode == 2 and "'0': give at least 0.05 seconds" in spinning.stderr
+    never = rehearsal.relbot("wait", TAG, "--until", "ready", "--timeout", "soon")
+    assert never.returncode == 2 and "'soon' is not a number of seconds" in never.stderr
     rehearsal.start()
     for status, _, err in finished(rehearsal.waits("ready", "--timeout", "0")):
         assert (status, err) == (3, "relbot wait: 3.14.1 is not ready after 0 s: nothing is "
