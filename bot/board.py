@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.domain.history import Event, ReleaseState
+from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, RoleReadiness
@@ -81,6 +81,17 @@ class PlanView:
 
 
 @dataclass(frozen=True)
+class AbortView:
+    """The newest abort of a confirmed publish (``/abort``, or the bot stopping a publish
+    before anything moved): ``event`` is its id in the log, to compare with ``last_event``."""
+
+    event: int
+    by: str
+    reason: str
+    at: float
+
+
+@dataclass(frozen=True)
 class EventView:
     at: float
     actor: str
@@ -105,10 +116,18 @@ class ReleaseView:
     published_at: float | None = None
     published_by: str | None = None
     signatures_required: bool = False
+    last_event: int = 0  # the id of the release's newest event (0: none): a cursor
+    aborted: AbortView | None = None
 
     @property
     def publishable(self) -> bool:
         return not self.blockers
+
+    @property
+    def ready(self) -> bool:
+        """Every role the release requires is ``ready`` or ``waived`` (what ``relbot wait
+        --until ready`` waits for); files, holds and signatures are ``publishable``'s."""
+        return all(r.state in (RoleState.READY, RoleState.WAIVED) for r in self.roles)
 
     @property
     def headline(self) -> str:
@@ -162,6 +181,10 @@ class ReleaseView:
                 {"at": _iso(e.at), "actor": e.actor, "kind": e.kind, "detail": e.detail}
                 for e in self.timeline
             ],
+            "ready": self.ready,
+            "listed": self.listed,
+            "last_event": self.last_event,
+            "aborted": None if self.aborted is None else _abort_json(self.aborted),
         }
 
 
@@ -202,7 +225,21 @@ def release_view(
         published_at=state.published_at,
         published_by=state.published_by,
         signatures_required=signatures_required,
+        last_event=events[-1].id if events else 0,
+        aborted=_last_abort(events),
     )
+
+
+def _last_abort(events: Sequence[Event]) -> AbortView | None:
+    """The newest abort in ``events`` (oldest first), if any."""
+    for event in reversed(events):
+        if event.kind is EventKind.ABORTED:
+            return AbortView(event.id, event.actor, str(event.data.get("reason", "")), event.at)
+    return None
+
+
+def _abort_json(abort: AbortView) -> dict[str, Any]:
+    return {"event": abort.event, "by": abort.by, "reason": abort.reason, "at": _iso(abort.at)}
 
 
 def _waivers(state: ReleaseState) -> tuple[NoteView, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import json
 import logging
 import os
 import sys
@@ -112,6 +113,33 @@ def _parser() -> argparse.ArgumentParser:
         "health", parents=[common], help="exit 0 if the running bot's /healthz answers 200"
     )
     health.set_defaults(func=_probe_health)
+
+    wait = sub.add_parser(
+        "wait", parents=[common], help="block until TAG is ready, publishable or published"
+    )
+    wait.add_argument("tag")
+    wait.add_argument("--until", required=True, choices=["ready", "publishable", "published"])
+    wait.add_argument(
+        "--timeout", type=_seconds, metavar="S", help="give up after S seconds (exit 3)"
+    )
+    wait.add_argument(
+        "--board",
+        metavar="URL",
+        help="ask the running bot's board (http://HOST:PORT) instead of reading the state file",
+    )
+    wait.add_argument(
+        "--interval",
+        type=functools.partial(_seconds, least=0.05),
+        default=2.0,
+        metavar="S",
+        help="seconds between looks (2)",
+    )
+    wait.add_argument(
+        "--progress",
+        action="store_true",
+        help="say on stderr what it waits for whenever that changes (default on a terminal)",
+    )
+    wait.set_defaults(func=_wait)
     return parser
 
 
@@ -284,3 +312,46 @@ def _announcing_problems(config: Config, name: str) -> list[str]:
 
 def _platform_problems(config: Config, name: str) -> list[str]:
     return build_platform(config, name).check()
+
+
+def _seconds(text: str, least: float = 0.0) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not least <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least {least:g} seconds")
+    return value
+
+
+def _wait(config: Config, args: argparse.Namespace) -> int:
+    """Block until the release reaches ``--until``; print its board JSON and exit 0, or say
+    in one sentence why not: 3 timeout, 4 held, 5 aborted (docs/commands.md)."""
+    from bot.wait_sources import source_for
+    from bot.waiting import Outcome, Until, wait
+
+    tag, until = ReleaseTag.parse(args.tag), Until(args.until)
+
+    def say(line: str) -> None:  # progress, for a person watching; scripts get the outcome
+        if args.progress or sys.stderr.isatty():
+            print(f"relbot wait: {line}", file=sys.stderr, flush=True)
+
+    async def waiting() -> int:
+        source = source_for(config, tag, until, args.board)
+        try:
+            result = await wait(
+                source, str(tag), until, timeout=args.timeout, interval=args.interval, say=say
+            )
+        finally:
+            await source.close()
+        if result.verdict.outcome is Outcome.REACHED:
+            print(json.dumps(result.release, indent=1, ensure_ascii=False))
+        else:
+            print(f"relbot wait: {result.verdict.sentence}.", file=sys.stderr)
+        return int(result.verdict.outcome or 0)
+
+    try:
+        return asyncio.run(waiting())
+    except KeyboardInterrupt:
+        print("relbot wait: interrupted.", file=sys.stderr)
+        return 130
