@@ -28,7 +28,7 @@ from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
 from bot.serving import refresh_release_cycle, run_console, run_platforms
-from bot.state import OwnerLock, StateStore, state_problems
+from bot.state import OwnerLock, StateStore
 from bot.storage.lock import Holder, LateLease, StorageLease
 
 if TYPE_CHECKING:
@@ -116,8 +116,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(config: Config, args: argparse.Namespace) -> int:
-    if not config.people:
-        raise RelbotError(_NOBODY)
+    from bot.preflight import offline_problems
+
+    # What `relbot check --offline` refuses, `relbot run` refuses, before it creates anything.
+    found = offline_problems(config)
+    if found.problems:
+        print("\n".join(f"relbot: {p}" for p in found.problems), file=sys.stderr)
+        return 1
     platforms = args.platform or config.platforms() or ["console"]
     for name in platforms:
         if name not in ("console", "slack", "discord"):
@@ -212,15 +217,12 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     both modes."""
     from bot.preflight import offline_problems
 
-    found = offline_problems(config)
+    found = offline_problems(config)  # the state file and local storage included
     problems = list(found.problems)
-    if not config.people:  # what `relbot run` refuses, `relbot check` reports
-        problems.append(_NOBODY)
-    checks: list[Callable[[], list[str]]] = [functools.partial(state_problems, config.state_path)]
-    local = config.model.storage.kind == "local"
-    if "storage" not in found.blocked and (local or not args.offline):
-        checks.append(lambda: build_storage(config).check())
+    checks: list[Callable[[], list[str]]] = []
     if not args.offline:
+        if "storage" not in found.blocked and config.model.storage.kind != "local":
+            checks.append(lambda: build_storage(config).check())
         if "pydotorg" not in found.blocked:
             checks.append(functools.partial(_registry_problems, config))
         checks += [
@@ -245,9 +247,6 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     else:
         print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
-
-
-_NOBODY = "people: the config names nobody; add a [people.NAME] table."
 
 
 def _probe_health(config: Config, args: argparse.Namespace) -> int:

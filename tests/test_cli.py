@@ -73,8 +73,12 @@ def script(lines: Sequence[str]) -> str:
 
 
 def write_config(folder: Path, text: str) -> Path:
+    """``relbot.toml`` in ``folder``, and the default storage folders (`relbot run`, like
+    `relbot check`, refuses folders that do not exist: it creates neither)."""
     path = folder / "relbot.toml"
     path.write_text(RELEASE_CYCLE_LINE + text, encoding="utf-8")
+    for name in ("staging", "public"):
+        (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 

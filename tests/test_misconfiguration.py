@@ -64,8 +64,12 @@ def assert_one_sentence(result: subprocess.CompletedProcess[str], *fragments: st
 
 
 def write(folder: Path, text: str) -> Path:
+    """``relbot.toml`` in ``folder``, and the default storage folders (`relbot run`, like
+    `relbot check`, refuses folders that do not exist: it creates neither)."""
     path = folder / "relbot.toml"
     path.write_text(textwrap.dedent(text), encoding="utf-8")
+    for name in ("staging", "public"):
+        (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 
