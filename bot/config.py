@@ -132,8 +132,7 @@ def _bind_address(value: str) -> str:
         return value
     if not value:
         raise ValueError(
-            f"an empty host listens on every interface; write 127.0.0.1 (this machine), "
-            f"or {every}"
+            f"an empty host listens on every interface; write 127.0.0.1 (this machine), or {every}"
         )
     try:
         address = ipaddress.ip_address(value)
@@ -157,7 +156,7 @@ def _slack_user(value: str) -> str:
     if not _SLACK_USER_RE.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a Slack user ID (U or W, then capitals and digits, such as "
-            "U01ABCDEF: the profile's \"Copy member ID\", not a display name)"
+            'U01ABCDEF: the profile\'s "Copy member ID", not a display name)'
         )
     return value
 
