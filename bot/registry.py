@@ -257,7 +257,7 @@ class PydotorgRegistry:
             return self._http.join(reference)
         except OtherOrigin as err:
             raise RegistryError(
-                f"python.org pointed to another site ({err.url.host}); refusing."
+                f"python.org pointed to another site ({err.url.scheme}://{err.url.host}); refusing."
             ) from None
 
     def _send(
