@@ -28,10 +28,16 @@ class Preflight:
 
     problems: list[str] = field(default_factory=list)
     blocked: set[str] = field(default_factory=set)  # "storage", "pydotorg", "slack", ...
+    services: list[str] = field(default_factory=list)  # the service of each problem
 
     def add(self, service: str, problem: str) -> None:
         self.problems.append(problem)
+        self.services.append(service)
         self.blocked.add(service)
+
+    def problems_except(self, services: set[str]) -> list[str]:
+        """The problems of every service but ``services`` (platforms a run leaves off)."""
+        return [p for p, s in zip(self.problems, self.services, strict=True) if s not in services]
 
 
 NOBODY = "people: the config names nobody; add a [people.NAME] table."
