@@ -64,8 +64,8 @@ def every_secret_config(folder: Path, slack_mode: str = "socket") -> None:
 
         [discord]
         token_env = "T_DISCORD"
-        guild = 1
-        channel = 2
+        guild = 112233445566778899
+        channel = 112233445566778890
         api_url = "http://127.0.0.1:{closed}/api/v10"
 
         [people.hugo]
