@@ -101,7 +101,6 @@ class StateStore:
             self._migrate()
             self._check_tables()
             self._check_writable()
-            self._check_events()
         except (OSError, sqlite3.Error) as err:
             self._db.close()
             raise state_file_error(path, err) from err
@@ -149,28 +148,37 @@ class StateStore:
         finally:
             self._db.execute("ROLLBACK")
 
-    def _check_events(self) -> None:
-        """Read every event once and fold every release: a file with an event this relbot
-        cannot read is refused now, with one sentence, instead of failing later in
-        ``/status``, the board or ``relbot audit``. The folds are kept for later reads."""
-        tags = [row[0] for row in self._db.execute("SELECT DISTINCT tag FROM events")]
-        for text in tags:
-            try:
-                tag = ReleaseTag.parse(text) if isinstance(text, str) else None
-            except TagError:
-                tag = None
-            if tag is None or str(tag) != text:
-                raise StateFileError(
-                    f"state: {self.path} has events of {shown(str(text))!r}, which is not "
-                    f"a release tag; {_RESTORE}."
+    def check_every_event(self) -> None:
+        """Read every event once and fold every release (``relbot check`` and the start of
+        ``relbot run``): a file with an event this relbot cannot read is refused then, with
+        one sentence, not in the middle of a publish. Every later read checks what it reads
+        too, so ``status`` and ``audit`` refuse such an event with the same sentence. The
+        folds are kept for later reads. Raises :class:`StateFileError`."""
+        try:
+            tags = [row[0] for row in self._db.execute("SELECT DISTINCT tag FROM events")]
+            for text in tags:
+                tag = self._tag(text)
+                rows = self._db.execute(
+                    "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
+                    (text,),
                 )
-            rows = self._db.execute(
-                "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
-                (text,),
+                events = self._events(rows)
+                state = self._fold(tag, (e for e in events if e.kind is not EventKind.REFUSED))
+                self._folded[text] = (events[-1].id, state)
+        except sqlite3.Error as err:
+            raise state_file_error(self.path, err) from err
+
+    def _tag(self, text: object) -> ReleaseTag:
+        try:
+            tag = ReleaseTag.parse(text) if isinstance(text, str) else None
+        except TagError:
+            tag = None
+        if tag is None or str(tag) != text:
+            raise StateFileError(
+                f"state: {self.path} has events of {shown(str(text))!r}, which is not a "
+                f"release tag; {_RESTORE}."
             )
-            events = self._events(rows)
-            state = self._fold(tag, (e for e in events if e.kind is not EventKind.REFUSED))
-            self._folded[text] = (events[-1].id, state)
+        return tag
 
     def _events(self, rows: Iterable[tuple[Any, ...]]) -> list[Event]:
         """Rows as events; :class:`StateFileError` at the first one relbot did not write."""
@@ -233,12 +241,17 @@ class StateStore:
         return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
 
     def events(self, tag: ReleaseTag) -> list[Event]:
-        """``tag``'s events, oldest first."""
+        """``tag``'s events, oldest first; :class:`StateFileError` when one of them cannot
+        be read or folded (so ``relbot audit`` shows a release only when it is sound)."""
         rows = self._db.execute(
             "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
             (str(tag),),
         )
-        return self._events(rows)
+        events = self._events(rows)
+        if events:  # folded as a check, and kept: what release() would fold next
+            state = self._fold(tag, (e for e in events if e.kind is not EventKind.REFUSED))
+            self._folded[str(tag)] = (events[-1].id, state)
+        return events
 
     def release(self, tag: ReleaseTag) -> ReleaseState:
         """``tag``'s current state: the cached fold, plus the events appended since it was
@@ -280,12 +293,12 @@ class StateStore:
             elif kind != EventKind.REFUSED.value:
                 self._acted.add(tag)
             self._tags_read = ident
-        return sorted(ReleaseTag.parse(tag) for tag in self._acted - self._published)
+        return sorted(self._tag(tag) for tag in self._acted - self._published)
 
     def tags(self) -> list[ReleaseTag]:
         """Every tag the log mentions."""
         rows = self._db.execute("SELECT DISTINCT tag FROM events")
-        return sorted(ReleaseTag.parse(row[0]) for row in rows)
+        return sorted(self._tag(row[0]) for row in rows)
 
 
 def state_file_error(path: Path, err: BaseException) -> StateFileError:
@@ -310,7 +323,11 @@ def state_file_error(path: Path, err: BaseException) -> StateFileError:
 def state_problems(path: Path) -> list[str]:
     """For ``relbot check``: why ``path`` cannot be the state file (created when missing)."""
     try:
-        StateStore(path).close()
+        store = StateStore(path)
+        try:
+            store.check_every_event()
+        finally:
+            store.close()
         OwnerLock(path).probe()
     except StateFileError as err:
         return [str(err)]

@@ -519,6 +519,9 @@ def test_each_state_case_is_one_sentence_from_check_status_audit_and_run(
 
     for command in (["check", "--offline"], ["status"], ["audit", "3.14.1"], ["run"]):
         code, err = in_process(tmp_path, *command, capsys=capsys)
+        if case == "not-a-tag" and command[0] == "audit":  # 3.14.1's own events are sound
+            assert (code, err) == (0, "")
+            continue
         assert_one_line(code, err, "state: ", "state.db", why, "restore it from a backup")
 
 
