@@ -51,7 +51,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 LAST_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the last time every formatter shows
 
 # What each kind of event must carry, and the types of what it may carry: the fold, the
-# audit trail and the board read these, so a file that lacks one is refused when opened.
+# audit trail and the board read these, so an event that lacks one is refused when read.
 _NUMBER = (int, float)
 _REQUIRED: dict[EventKind, dict[str, type | tuple[type, ...]]] = {
     EventKind.CLAIMED: {"role": str, "snapshot": list},
