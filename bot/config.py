@@ -267,7 +267,7 @@ class PydotorgConfig(_Section):
 
 
 class CdnConfig(_Section):
-    purge: list[str] | None = None  # URL templates; None: the profile's ([pydotorg] purge)
+    purge: list[ApiUrl] | None = None  # URL templates; None: the profile's ([pydotorg] purge)
 
 
 class SlackConfig(_Section):

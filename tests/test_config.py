@@ -597,3 +597,9 @@ def test_a_deeply_nested_profile_is_one_sentence(tmp_path: Path) -> None:
     write(tmp_path, "x = " + "[" * 100_000 + "]" * 100_000 + "\n", name="deep.toml")
 
     assert "nested too deeply" in error_of(tmp_path, 'profile = "deep.toml"\n')
+
+
+def test_cdn_purge_urls_follow_the_url_rule(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '[cdn]\npurge = ["http://www.python.org/ftp/python/{version}/"]\n')
+
+    assert ": cdn.purge.0: " in message and "clear text" in message
