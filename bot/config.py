@@ -8,7 +8,7 @@ import os
 import posixpath
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -33,7 +33,7 @@ from bot.storage.overlap import folders_overlap, overlap_message
 DEFAULT_CONFIG_NAME = "relbot.toml"
 MAX_CONFIG_BYTES = 1 << 20  # a real config is a few kB
 MAX_SECONDS = 86_400  # poll_interval, confirm_timeout: a day at most
-BOT_ACTOR = "relbot"  # the actor of the events the bot causes itself: never a person
+BOT_ACTOR = "relbot"  # bot.pipeline.BOT, the actor of the events the bot causes: no person
 _BRANCH_RE = re.compile(r"\d+\.\d+")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # Slack's IDs: U or W for a user, C or G for a channel, then capitals and digits.
@@ -152,31 +152,31 @@ def _bind_address(value: str) -> str:
     return value
 
 
-def _slack_user(value: str) -> str:
-    if not _SLACK_USER_RE.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a Slack user ID (U or W, then capitals and digits, such as "
-            'U01ABCDEF: the profile\'s "Copy member ID", not a display name)'
-        )
-    return value
+def _id_rule(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+    """The pydantic rule of one kind of platform ID: ``what`` says what it must look like."""
+
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return check
 
 
-def _slack_channel(value: str) -> str:
-    if not _SLACK_CHANNEL_RE.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a Slack channel ID (C or G, then capitals and digits, such as "
-            "C0123456789: the channel's details show it, not its #name)"
-        )
-    return value
-
-
-def _snowflake(value: str) -> str:
-    if not _SNOWFLAKE_RE.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a Discord ID (17 to 20 digits, such as 112233445566778899: "
-            "Developer Mode's Copy ID)"
-        )
-    return value
+_slack_user = _id_rule(
+    _SLACK_USER_RE,
+    "a Slack user ID (U or W, then capitals and digits, such as U01ABCDEF: the profile's "
+    '"Copy member ID", not a display name)',
+)
+_slack_channel = _id_rule(
+    _SLACK_CHANNEL_RE,
+    "a Slack channel ID (C or G, then capitals and digits, such as C0123456789: the "
+    "channel's details show it, not its #name)",
+)
+_snowflake = _id_rule(
+    _SNOWFLAKE_RE,
+    "a Discord ID (17 to 20 digits, such as 112233445566778899: Developer Mode's Copy ID)",
+)
 
 
 def _snowflake_number(value: int) -> int:

@@ -603,3 +603,10 @@ def test_cdn_purge_urls_follow_the_url_rule(tmp_path: Path) -> None:
     message = error_of(tmp_path, '[cdn]\npurge = ["http://www.python.org/ftp/python/{version}/"]\n')
 
     assert ": cdn.purge.0: " in message and "clear text" in message
+
+
+def test_the_name_no_person_may_have_is_the_bots_own_actor() -> None:
+    from bot.config import BOT_ACTOR
+    from bot.pipeline import BOT
+
+    assert BOT_ACTOR == BOT

@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from adapters.discord_app import DiscordPlatform
-from bot.logs import setup_logging
 from tests.discord.conftest import HOLDERS, HUGO, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
 
 TAG = "3.14.1"
-
-
-@pytest.fixture
-def debug_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
-    """relbot's own logging set-up (``relbot run --log-level debug``), into a buffer."""
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    stream = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", stream)
-    setup_logging("debug", "text")
-    yield stream
-    root.handlers[:], root.level = saved
 
 
 def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,29 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-import sys
-from collections.abc import Iterator
 
 import pytest
 
-from bot.logs import setup_logging
 from tests.slack.conftest import HUGO, Workspace
 from tests.slack.test_slack import block_texts, publish_button
 
 TAG = "3.14.1"
-
-
-@pytest.fixture
-def debug_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
-    """relbot's own logging set-up (``relbot run --log-level debug``), into a buffer."""
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    stream = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", stream)
-    setup_logging("debug", "text")
-    yield stream
-    root.handlers[:], root.level = saved
 
 
 @pytest.mark.parametrize("confirm_by", ["button", "typed"])
