@@ -29,7 +29,7 @@ from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
 from bot.serving import refresh_release_cycle, run_console, run_platforms
-from bot.state import OwnerLock, StateStore, state_problems
+from bot.state import OwnerLock, StateStore
 from bot.storage.lock import Holder, LateLease, StorageLease
 
 if TYPE_CHECKING:
@@ -144,8 +144,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(config: Config, args: argparse.Namespace) -> int:
-    if not config.people:
-        raise RelbotError(_NOBODY)
+    from bot.preflight import offline_problems
+
     platforms = args.platform or config.platforms() or ["console"]
     for name in platforms:
         if name not in ("console", "slack", "discord"):
@@ -159,6 +159,12 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             f"{FIXED_CODE_ENV} is for console rehearsals only; unset it to run "
             f"{', '.join(platforms)}."
         )
+    # What `relbot check --offline` refuses, `relbot run` refuses, before it creates anything.
+    # (A chat platform left off with --platform needs none of its secrets.)
+    problems = offline_problems(config).problems_except({"slack", "discord"} - set(platforms))
+    if problems:
+        print("\n".join(f"relbot: {p}" for p in problems), file=sys.stderr)
+        return 1
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
@@ -240,15 +246,12 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     both modes."""
     from bot.preflight import offline_problems
 
-    found = offline_problems(config)
+    found = offline_problems(config)  # the state file and local storage included
     problems = list(found.problems)
-    if not config.people:  # what `relbot run` refuses, `relbot check` reports
-        problems.append(_NOBODY)
-    checks: list[Callable[[], list[str]]] = [functools.partial(state_problems, config.state_path)]
-    local = config.model.storage.kind == "local"
-    if "storage" not in found.blocked and (local or not args.offline):
-        checks.append(lambda: build_storage(config).check())
+    checks: list[Callable[[], list[str]]] = []
     if not args.offline:
+        if "storage" not in found.blocked and config.model.storage.kind != "local":
+            checks.append(lambda: build_storage(config).check())
         if "pydotorg" not in found.blocked:
             checks.append(functools.partial(_registry_problems, config))
         checks += [
@@ -278,9 +281,6 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     else:
         print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
-
-
-_NOBODY = "people: the config names nobody; add a [people.NAME] table."
 
 
 def _probe_health(config: Config, args: argparse.Namespace) -> int:

@@ -8,22 +8,206 @@ import os
 import posixpath
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+)
 
 from bot.domain.announcement import DEFAULT_CHANGELOG, AnnouncementError, check_template
 from bot.domain.profile import Profile, load_profile
 from bot.domain.text import is_safe, not_utf8, shown
 from bot.errors import ConfigError
-from bot.release_cycle import CACHE_NAME, DEFAULT_URL, CycleCopy, local_copy
+from bot.regular_files import UnreadableFile, read_regular_file
+from bot.release_cycle import CACHE_NAME, DEFAULT_URL, CycleCopy, is_url, local_copy
 from bot.storage.overlap import folders_overlap, overlap_message
 
 DEFAULT_CONFIG_NAME = "relbot.toml"
+MAX_CONFIG_BYTES = 1 << 20  # a real config is a few kB
+MAX_SECONDS = 86_400  # poll_interval, confirm_timeout: a day at most
+BOT_ACTOR = "relbot"  # bot.pipeline.BOT, the actor of the events the bot causes: no person
 _BRANCH_RE = re.compile(r"\d+\.\d+")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# Slack's IDs: U or W for a user, C or G for a channel, then capitals and digits.
+_SLACK_USER_RE = re.compile(r"[UW][A-Z0-9]{1,31}")
+_SLACK_CHANNEL_RE = re.compile(r"[CG][A-Z0-9]{1,31}")
+_SNOWFLAKE_RE = re.compile(r"[1-9][0-9]{16,19}")  # Discord's IDs: 17 to 20 digits
+_HOST_LABEL_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_LOOPBACK_NAMES = ("localhost",)
+_NAME_MAX = 255  # bytes in one path component (NAME_MAX)
+_PATH_MAX = 4095  # bytes in a whole path (PATH_MAX, less the NUL)
+
+
+# -- one rule per kind of value: every key of that kind, in any table, calls the same one -----
+
+
+def url_problem(value: str) -> str:
+    """Why ``value`` cannot be the address of a service relbot sends a secret or trusts an
+    answer from ("" when it can): ``https://``, or ``http://`` to this machine only."""
+    if any(char.isspace() for char in value):
+        return f"{value!r} contains a space; write the URL alone"
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as err:
+        return f"{value!r} is not a URL ({err})"
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http") or not _SCHEME_RE.match(value):
+        return f"{value!r} is not an https:// URL (only https://, or http:// to this machine)"
+    host = parts.hostname or ""
+    if not host:
+        return f"{value!r} names no host"
+    if parts.username is not None or parts.password is not None:
+        return (
+            f"{value!r} carries a user name or password; secrets come from the environment "
+            "only, write the URL without them"
+        )
+    if port == 0:
+        return f"{value!r} has port 0"
+    if scheme == "http" and not is_loopback(host):
+        return (
+            f"{value!r} is plain http: the key or token would cross the network in clear "
+            "text; use https:// (http:// is only for 127.0.0.1, ::1 or localhost)"
+        )
+    return ""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, as a URL gives it) is this machine."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def checked_url(value: str) -> str:
+    """The pydantic rule of every URL key (:data:`ApiUrl`); raises ValueError."""
+    if problem := url_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+def path_problem(value: str) -> str:
+    """Why ``value`` cannot be a path ("" when it can): empty, a name longer than the
+    filesystem allows (which makes every later ``stat`` fail), ``~user`` of nobody."""
+    if not value:
+        return "is empty; write a path"
+    raw = value.encode("utf-8", "surrogateescape")
+    if len(raw) > _PATH_MAX:
+        return f"is {len(raw)} bytes long; a path is at most {_PATH_MAX}"
+    for part in raw.split(b"/"):
+        if len(part) > _NAME_MAX:
+            return (
+                f"has a name of {len(part)} bytes ({shown(part[:24].decode(errors='replace'))}"
+                f"…); a file or folder name is at most {_NAME_MAX}"
+            )
+    if value.startswith("~"):
+        try:
+            Path(value).expanduser()
+        except RuntimeError:
+            return f"{value!r} names the home folder of a user this machine does not have"
+    return ""
+
+
+def checked_path(value: str) -> str:
+    """The pydantic rule of every path key (:data:`PathText`); raises ValueError."""
+    if problem := path_problem(value):
+        raise ValueError(f"{shown(value[:60])!r} {problem}" if value else problem)
+    return value
+
+
+def _bind_address(value: str) -> str:
+    every = "0.0.0.0 or :: (every interface, if that is meant)"
+    if value in ("0.0.0.0", "::"):  # every interface: only when written so
+        return value
+    if not value:
+        raise ValueError(
+            f"an empty host listens on every interface; write 127.0.0.1 (this machine), or {every}"
+        )
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        address = None
+    if address is not None and address.is_unspecified:
+        raise ValueError(f"{value!r} listens on every interface; write {every}")
+    labels = value.removesuffix(".").split(".")
+    if address is None and (
+        len(value) > 253
+        or labels[-1].isdigit()  # "0", "127.1": numbers that resolve to an address
+        or not all(_HOST_LABEL_RE.fullmatch(label) for label in labels)
+    ):
+        raise ValueError(
+            f"{value!r} is neither an address nor a host name; write 127.0.0.1, or {every}"
+        )
+    return value
+
+
+def _id_rule(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+    """The pydantic rule of one kind of platform ID: ``what`` says what it must look like."""
+
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return check
+
+
+_slack_user = _id_rule(
+    _SLACK_USER_RE,
+    "a Slack user ID (U or W, then capitals and digits, such as U01ABCDEF: the profile's "
+    '"Copy member ID", not a display name)',
+)
+_slack_channel = _id_rule(
+    _SLACK_CHANNEL_RE,
+    "a Slack channel ID (C or G, then capitals and digits, such as C0123456789: the "
+    "channel's details show it, not its #name)",
+)
+_snowflake = _id_rule(
+    _SNOWFLAKE_RE,
+    "a Discord ID (17 to 20 digits, such as 112233445566778899: Developer Mode's Copy ID)",
+)
+
+
+def _snowflake_number(value: int) -> int:
+    _snowflake(str(value))
+    return value
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in a (shallow) config value: itself, or the items, keys and values."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            todo += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple):
+            todo += list(item)
+
+
+ApiUrl = Annotated[str, AfterValidator(checked_url)]
+"""A URL key: ``https://``, or ``http://`` to this machine. Every URL key is of this type."""
+PathText = Annotated[str, AfterValidator(checked_path)]
+"""A path key (on this machine or the server): not empty, no name longer than allowed."""
+SlackUser = Annotated[str, AfterValidator(_slack_user)]
+SlackChannel = Annotated[str, AfterValidator(_slack_channel)]
+DiscordId = Annotated[str, AfterValidator(_snowflake)]
+DiscordIdNumber = Annotated[int, AfterValidator(_snowflake_number)]
+BindHost = Annotated[str, AfterValidator(_bind_address)]
+Port = Annotated[int, Field(ge=1, le=65535)]
 
 
 class _Section(BaseModel):
@@ -35,9 +219,8 @@ class _Section(BaseModel):
     def _no_control_characters(cls, value: Any) -> Any:
         # A NUL in a path is a traceback in the middle of a command; a newline or an
         # escape in a name would reach the channel and the logs. Refused where written.
-        texts = list(value) if isinstance(value, list | tuple | dict) else [value]
-        for text in texts:
-            if isinstance(text, str) and not is_safe(text):
+        for text in _texts(value):
+            if not is_safe(text):
                 raise ValueError(f"{shown(text)!r} contains a control character; remove it")
         return value
 
@@ -48,13 +231,13 @@ Pair = Annotated[tuple[str, str], Strict(False)]
 
 class StorageConfig(_Section):
     kind: Literal["local", "sftp"] = "local"
-    staging: str = "relbot-data/staging"
-    public: str = "relbot-data/public"
+    staging: PathText = "relbot-data/staging"
+    public: PathText = "relbot-data/public"
     host: str | None = None
-    port: int = Field(default=22, ge=1, le=65535)
+    port: Port = 22
     user: str | None = None
-    key_file: str | None = None
-    known_hosts: str | None = None
+    key_file: PathText | None = None
+    known_hosts: PathText | None = None
     passphrase_env: str | None = None  # env var holding the key's passphrase, if any
     group: str | None = None  # e.g. "downloads": published files get this group
 
@@ -63,6 +246,11 @@ class SignaturesConfig(_Section):
     require: bool = False
     trusted_root: str = "production"
     identities: dict[str, Pair] = Field(default_factory=dict)
+
+    @field_validator("trusted_root")
+    @classmethod
+    def _root(cls, value: str) -> str:
+        return value if value in ("production", "staging") else checked_path(value)
 
     @field_validator("identities")
     @classmethod
@@ -75,7 +263,7 @@ class SignaturesConfig(_Section):
 
 class PydotorgConfig(_Section):
     kind: Literal["none", "api"] = "none"
-    url: str = "https://www.python.org/api/v1/"
+    url: ApiUrl = "https://www.python.org/api/v1/"
     auth_env: str = "PYDOTORG_AUTH"
     # true: after registration, the Release is made public through API v2 (a staff token)
     release_page: bool = False
@@ -127,36 +315,36 @@ class DiscourseConfig(_Section):
 
 
 class CdnConfig(_Section):
-    purge: list[str] | None = None  # URL templates; None: the profile's ([pydotorg] purge)
+    purge: list[ApiUrl] | None = None  # URL templates; None: the profile's ([pydotorg] purge)
 
 
 class SlackConfig(_Section):
     bot_token_env: str = "SLACK_BOT_TOKEN"
-    channel: str
+    channel: SlackChannel
     mode: Literal["socket", "http"] = "socket"
     app_token_env: str = "SLACK_APP_TOKEN"
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
-    port: int = Field(default=3000, ge=1, le=65535)
-    api_url: str = "https://slack.com/api/"
+    port: Port = 3000
+    api_url: ApiUrl = "https://slack.com/api/"
 
 
 class DiscordConfig(_Section):
     token_env: str = "DISCORD_TOKEN"
-    guild: int
-    channel: int
-    api_url: str = "https://discord.com/api/v10"
+    guild: DiscordIdNumber
+    channel: DiscordIdNumber
+    api_url: ApiUrl = "https://discord.com/api/v10"
 
 
 class HealthConfig(_Section):
-    host: str = "127.0.0.1"  # "0.0.0.0" lets Prometheus scrape a container
-    port: int = Field(default=9110, ge=1, le=65535)
+    host: BindHost = "127.0.0.1"  # "0.0.0.0" lets Prometheus scrape a container
+    port: Port = 9110
 
 
 class PersonConfig(_Section):
     rm: list[str] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
-    slack: str | None = None
-    discord: str | None = None
+    slack: SlackUser | None = None
+    discord: DiscordId | None = None
 
     @field_validator("rm")
     @classmethod
@@ -168,10 +356,10 @@ class PersonConfig(_Section):
 
 
 class ConfigModel(_Section):
-    profile: str = "cpython"
-    state: str = "relbot-data/state.db"
-    poll_interval: int = Field(default=30, ge=1)
-    confirm_timeout: int = Field(default=600, ge=10)
+    profile: PathText = "cpython"  # a built-in profile's name, or a file
+    state: PathText = "relbot-data/state.db"
+    poll_interval: int = Field(default=30, ge=1, le=MAX_SECONDS)
+    confirm_timeout: int = Field(default=600, ge=10, le=MAX_SECONDS)
     release_cycle: str = DEFAULT_URL  # URL or file: each branch's status
     storage: StorageConfig = StorageConfig()
     signatures: SignaturesConfig = SignaturesConfig()
@@ -183,6 +371,11 @@ class ConfigModel(_Section):
     downloads: DownloadsConfig | None = None
     discourse: DiscourseConfig | None = None
     people: dict[str, PersonConfig] = Field(default_factory=dict)
+
+    @field_validator("release_cycle")
+    @classmethod
+    def _url_or_file(cls, value: str) -> str:
+        return checked_url(value) if is_url(value) else checked_path(value)
 
 
 class Config:
@@ -266,12 +459,29 @@ class Config:
     def _check_people(self) -> None:
         roles = self.profile.roles
         for name, person in self.model.people.items():
+            if problem := person_name_problem(name):
+                raise ConfigError(f"{self.origin}: people: {problem}.")
             for role in person.roles:
                 if role not in roles:
                     raise ConfigError(
                         f"{self.origin}: people.{name}.roles: {role!r} is not a role of the "
                         f"{self.profile.name} profile ({', '.join(roles)})."
                     )
+        for platform in ("slack", "discord"):
+            owners: dict[str, str] = {}
+            for name, person in self.model.people.items():
+                user = getattr(person, platform)
+                if user is None:
+                    continue
+                if user in owners:  # else the first would silently win
+                    raise ConfigError(
+                        f"{self.origin}: people.{name}.{platform}: {user!r} is already "
+                        f"people.{owners[user]}.{platform}; one ID is one person."
+                    )
+                owners[user] = name
+        self._check_places()
+
+    def _check_places(self) -> None:
         storage = self.model.storage
         if storage.kind == "sftp":
             for key in ("host", "user", "key_file", "known_hosts"):
@@ -291,6 +501,30 @@ class Config:
             overlap = folders_overlap(Path(staging), Path(public))
         if overlap:
             raise ConfigError(f"{self.origin}: {overlap_message(staging, public)}")
+        if storage.kind == "local":
+            # The state's folder also holds its journal, lock and release-cycle copy.
+            state = Path(os.path.realpath(self.state_path.parent))
+            for key, folder in (("storage.staging", staging), ("storage.public", public)):
+                if state.is_relative_to(folder):
+                    raise ConfigError(
+                        f"{self.origin}: state: {self.state_path} is inside {key} ({folder}), "
+                        "where uploaders or the public could read or change the bot's "
+                        "journal; put the state file outside both folders."
+                    )
+
+
+def person_name_problem(name: str) -> str:
+    """Why ``name`` cannot be a person's name in the config ("" when it can)."""
+    if not name.strip():
+        return "a person's name is empty; write [people.NAME] with a name"
+    if name.lower() == BOT_ACTOR:
+        return (
+            f"{name!r} is the name of the bot itself in the audit trail; call the person "
+            "something else"
+        )
+    if any(char.isspace() for char in name):
+        return f"{name!r} contains a space; a person's name is one word (typed after /as)"
+    return ""
 
 
 def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
@@ -299,18 +533,23 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Config:
     Raises :class:`ConfigError` with one sentence per problem, each naming its key.
     """
     cwd = cwd or Path.cwd()
-    if path is None and (cwd / DEFAULT_CONFIG_NAME).is_file():
-        path = cwd / DEFAULT_CONFIG_NAME
+    if path is None and os.path.lexists(cwd / DEFAULT_CONFIG_NAME):
+        path = cwd / DEFAULT_CONFIG_NAME  # even a folder or a broken link: said, not skipped
     if path is None:
         return Config(ConfigModel.model_validate(DEFAULT_CONFIG), cwd, "built-in default")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read the config ({err.strerror}).") from err
+        data = tomllib.loads(read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8"))
+    except UnreadableFile as err:
+        fix = "" if err.why.startswith("cannot") else "; give the path of a TOML file"
+        raise ConfigError(f"{path}: the config {err.why}{fix}.") from err
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: {not_utf8(err)}") from err
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML ({err}).") from err
+    except RecursionError as err:
+        raise ConfigError(
+            f"{path}: not a relbot config (its values are nested too deeply)."
+        ) from err
     return Config(parse_model(data, str(path)), path.resolve().parent, str(path))
 
 
@@ -327,7 +566,8 @@ def _describe(origin: str, error: Any) -> str:
         return f"{origin}: {key}: unknown key."
     if error["type"] == "missing":
         return f"{origin}: {key}: required key is missing."
-    return f"{origin}: {key}: {error['msg']}."
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{origin}: {key}: {message}."
 
 
 # The embedded local default: a demo team rehearsing on folders under ./relbot-data/.

@@ -379,8 +379,9 @@ class Gate:
 
 
 def _redact(text: str) -> str:
-    """The command as typed, minus any confirmation code, for the audit trail."""
+    """The command as typed, minus any confirmation code (and whatever follows it, such as
+    a login code), for the audit trail; redacted before it is cut."""
     words = text.split()
-    if len(words) == 4 and words[2].lower() == "confirm":
-        words[3] = "<code>"
+    if len(words) >= 4 and words[2].lower() == "confirm":
+        words[3:] = ["<code>" for _ in words[3:]]
     return " ".join(words)[:200]

@@ -4,7 +4,8 @@ each a sentence naming the key and the fix.
 ``relbot check --offline`` (systemd's ``ExecStartPre``) stops here, so an outage of
 python.org or Slack never keeps the bot from starting. Without ``--offline``, the services
 are reached too, but only those whose offline checks passed: a missing key file is reported
-once, not again as a failed connection.
+once, not again as a failed connection. ``relbot run`` makes the same checks before it
+starts (and before it creates anything), so it never starts on what ``check`` refuses.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.config import Config
-from bot.errors import ConfigError
+from bot.errors import ConfigError, RelbotError
+from bot.state import state_problems
 
 # Where an operator puts a secret, for the fix of a missing one.
 _EXPORT = "export it (systemd: EnvironmentFile=; Docker: --env-file)"
@@ -26,16 +28,30 @@ class Preflight:
 
     problems: list[str] = field(default_factory=list)
     blocked: set[str] = field(default_factory=set)  # "storage", "pydotorg", "slack", ...
+    services: list[str] = field(default_factory=list)  # the service of each problem
 
     def add(self, service: str, problem: str) -> None:
         self.problems.append(problem)
+        self.services.append(service)
         self.blocked.add(service)
+
+    def problems_except(self, services: set[str]) -> list[str]:
+        """The problems of every service but ``services`` (platforms a run leaves off)."""
+        return [p for p, s in zip(self.problems, self.services, strict=True) if s not in services]
+
+
+NOBODY = "people: the config names nobody; add a [people.NAME] table."
 
 
 def offline_problems(config: Config) -> Preflight:
-    """Check everything the config names that is on this machine: folders, key files,
-    trusted root, and the environment variables holding the secrets."""
+    """Check everything the config names that is on this machine: the team, folders, the
+    state file, key files, trusted root, and the environment variables holding the secrets.
+    ``relbot check`` (with or without ``--offline``) and ``relbot run`` all call this."""
     found = Preflight()
+    if not config.people:  # what `relbot run` refuses, `relbot check` reports
+        found.add("people", NOBODY)
+    for problem in state_problems(config.state_path):
+        found.add("state", problem)
     _storage(config, found)
     _signatures(config, found)
     _secrets(config, found)
@@ -63,6 +79,14 @@ def _storage(config: Config, found: Preflight) -> None:
                 )
             elif not folder.is_dir():
                 found.add("storage", f"storage.{name}: {folder} is not a folder; fix the path.")
+        if "storage" not in found.blocked:  # both are folders: what the backend itself checks
+            from bot.app import build_storage
+
+            try:
+                for problem in build_storage(config).check():
+                    found.add("storage", problem)
+            except RelbotError as err:
+                found.add("storage", str(err))
         return
     assert settings.key_file and settings.known_hosts  # required for sftp by the config
     host = f"{settings.host}" + (f" -p {settings.port}" if settings.port != 22 else "")

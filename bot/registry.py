@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
@@ -257,7 +257,7 @@ class PydotorgRegistry:
             return self._http.join(reference)
         except OtherOrigin as err:
             raise RegistryError(
-                f"python.org pointed to another site ({err.url.host}); refusing."
+                f"python.org pointed to another site ({err.url.scheme}://{err.url.host}); refusing."
             ) from None
 
     def _send(
@@ -279,7 +279,7 @@ class PydotorgRegistry:
         return response, attempts
 
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
-        message = self._redact(_server_message(response))
+        message = _server_message(response, self._redact)
         if response.status_code in (401, 403):
             return RegistryError(
                 f"python.org refused the credentials of API user {self._user!r} to {what} "
@@ -291,6 +291,7 @@ class PydotorgRegistry:
         )
 
     def _redact(self, text: str) -> str:
+        """``text`` without the key, as sent or as a server may echo it."""
         return text.replace(self._secret, "***")
 
 
@@ -305,15 +306,16 @@ def _objects(page: Mapping[str, Any]) -> list[Record]:
     return objects
 
 
-def _server_message(response: httpx.Response) -> str:
-    """The reason the server gave, in one line (Tastypie's ``error_message``, field errors)."""
+def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
+    """The reason the server gave, in one line (Tastypie's ``error_message``, field errors),
+    ``redact``-ed before it is cut: a cut through an echoed key would leave part of it."""
     try:
         body = response.json()
     except ValueError:
-        text = " ".join(response.text.split())
+        text = redact(" ".join(response.text.split()))
         return text[:300] or response.reason_phrase or "no reason given"
     if isinstance(body, dict):
         for key in ("error_message", "error", "detail"):
             if isinstance(body.get(key), str):
-                return str(body[key])[:300]
-    return json.dumps(body)[:300]
+                return redact(str(body[key]))[:300]
+    return redact(json.dumps(body))[:300]

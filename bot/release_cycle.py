@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import calendar
 import os
+import re
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -16,6 +17,7 @@ import httpx
 
 from bot.domain.release_cycle import ReleaseCycle, parse_release_cycle
 from bot.errors import ConfigError
+from bot.regular_files import UnreadableFile, read_regular_file
 
 DEFAULT_URL = "https://peps.python.org/api/release-cycle.json"
 CACHE_NAME = "release-cycle.json"  # next to the state file
@@ -38,7 +40,9 @@ class CycleCopy:
 
 
 def is_url(source: str) -> bool:
-    return source.startswith(("https://", "http://"))
+    """Whether ``source`` is written as a URL (``SCHEME://…``) rather than a file path; the
+    config allows only https:// (or http:// to this machine)."""
+    return re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", source) is not None
 
 
 def local_copy(source: str, base: Path, cache: Path) -> CycleCopy:
@@ -51,15 +55,17 @@ def local_copy(source: str, base: Path, cache: Path) -> CycleCopy:
         path = Path(source).expanduser()
         path = path if path.is_absolute() else base / path
         try:
-            data = path.read_bytes()
+            data = read_regular_file(path, MAX_BYTES)
             stamp = path.stat().st_mtime
+        except UnreadableFile as err:
+            raise ConfigError(f"release_cycle: {err}.") from err
         except OSError as err:
             raise ConfigError(f"release_cycle: cannot read {path} ({err.strerror}).") from err
         return CycleCopy(parse_release_cycle(data, str(path)), f"the file {path}", stamp)
     try:
-        cycle = parse_release_cycle(cache.read_bytes(), str(cache))
+        cycle = parse_release_cycle(read_regular_file(cache, MAX_BYTES), str(cache))
         return CycleCopy(cycle, f"the cached copy of {source}", cache.stat().st_mtime)
-    except (OSError, ConfigError):
+    except (OSError, UnreadableFile, ConfigError):
         return shipped_copy()
 
 
@@ -80,17 +86,35 @@ def refresh(
     if not is_url(source):
         return local_copy(source, base, cache), None
     try:
-        response = httpx.get(source, timeout=timeout, follow_redirects=True)
-        response.raise_for_status()
-        if len(response.content) > MAX_BYTES:
-            raise ConfigError(f"release_cycle: {source} answered more than {MAX_BYTES} bytes.")
-        cycle = parse_release_cycle(response.content, source)
+        content = _download(source, timeout)
+        cycle = parse_release_cycle(content, source)
     except (httpx.HTTPError, ConfigError) as err:
         why = str(err) if isinstance(err, ConfigError) else f"{type(err).__name__}: {err}"
         problem = f"release_cycle: {source} could not be read ({why})."
         return local_copy(source, base, cache), problem
-    _write_atomically(cache, response.content)
+    _write_atomically(cache, content)
     return CycleCopy(cycle, source, time.time()), None
+
+
+def _download(source: str, timeout: float) -> bytes:
+    """The body at ``source``, at most :data:`MAX_BYTES` of it (the rest is never read); a
+    redirect is followed only to an address the config would accept (no https → http)."""
+    from bot.config import url_problem  # the config's one rule for URLs
+
+    with (
+        httpx.Client(timeout=timeout, follow_redirects=True) as client,
+        client.stream("GET", source) as response,
+    ):
+        if str(response.url) != source and (problem := url_problem(str(response.url))):
+            raise ConfigError(f"a redirect was refused: {problem}")
+        response.raise_for_status()
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_BYTES:
+                raise ConfigError(f"it answered more than {MAX_BYTES} bytes")
+    return b"".join(chunks)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -297,7 +297,7 @@ def _read_root(file: Path, label: str) -> _Root:
             document = _dig(document, "trustedRoot")
         else:
             trusted_root = TrustedRoot.from_file(str(file))
-    except (OSError, ValueError, Error) as err:
+    except (OSError, ValueError, RecursionError, Error) as err:
         raise ConfigError(
             f"signatures.trusted_root: {label} is not a usable trusted_root.json "
             f"or client trust config ({_first_line(err)})."

@@ -5,16 +5,19 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from bot.domain.history import Event, EventKind, ReleaseState, fold
 from bot.domain.tags import ReleaseTag
-from bot.errors import StateFileError, StateLocked, StorageError
+from bot.domain.text import shown
+from bot.errors import StateFileError, StateLocked, StorageError, TagError
+from bot.regular_files import special_file_kind
 
 # Migration N takes a file from schema N-1 to N; ``PRAGMA user_version`` records where a
 # file is. Never edit a released migration: add the next one.
@@ -40,6 +43,34 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# The columns of each table as the migrations make them: anything else is not our file.
+TABLES: dict[str, tuple[str, ...]] = {
+    "events": ("id", "at", "tag", "actor", "kind", "data"),
+    "summaries": ("tag", "ref"),
+}
+LAST_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the last time every formatter shows
+
+# What each kind of event must carry, and the types of what it may carry: the fold, the
+# audit trail and the board read these, so an event that lacks one is refused when read.
+_NUMBER = (int, float)
+_REQUIRED: dict[EventKind, dict[str, type | tuple[type, ...]]] = {
+    EventKind.CLAIMED: {"role": str, "snapshot": list},
+    EventKind.WITHDRAWN: {"role": str, "reason": str},
+    EventKind.UNHELD: {"holder": str},
+    EventKind.PLANNED: {"code_hash": str, "expires_at": _NUMBER, "plan": dict},
+    EventKind.CONFIRMED: {"digest": str},
+    EventKind.STEP_STARTED: {"step": str},
+    EventKind.STEP_DONE: {"step": str},
+    EventKind.PUBLISHED: {"files": int, "size": int},
+    EventKind.REFUSED: {"command": str, "reason": str},
+    EventKind.WAIVED: {"target": str, "role": bool},
+    EventKind.UNWAIVED: {"target": str},
+}
+_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "reason": str,
+    "detail": str,
+    "public_before": list,
+}
 
 
 class StateStore:
@@ -53,27 +84,29 @@ class StateStore:
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self._clock = clock
-        if path.exists() and not path.is_file():  # a FIFO would hang the first read
+        if special_file_kind(path):  # a FIFO would hang the first read
             raise state_file_error(path, IsADirectoryError() if path.is_dir() else OSError())
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as err:
             raise state_file_error(path, err) from err
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
-            # Fail now, not at the first event: the bot must be able to write its journal.
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("ROLLBACK")
-            self._migrate()
-        except (OSError, sqlite3.Error) as err:
-            self._db.close()
-            raise state_file_error(path, err) from err
         self._folded: dict[str, tuple[int, ReleaseState]] = {}  # tag → (last event id, state)
         self._tags_read = 0  # open_tags has read every event up to this id
         self._acted: set[str] = set()
         self._published: set[str] = set()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
+            self._migrate()
+            self._check_tables()
+            self._check_writable()
+        except (OSError, sqlite3.Error) as err:
+            self._db.close()
+            raise state_file_error(path, err) from err
+        except (StateFileError, StorageError):
+            self._db.close()
+            raise
 
     def _migrate(self) -> None:
         """Bring an older file up to this schema, one migration per transaction; refuse a
@@ -88,6 +121,95 @@ class StateStore:
             self._db.executescript(
                 f"BEGIN; {MIGRATIONS[number - 1]}; PRAGMA user_version={number}; COMMIT;"
             )
+
+    def _check_tables(self) -> None:
+        """Refuse a file whose tables are not those the migrations made (one dropped or
+        changed by hand): every later read would fail in the middle of a command."""
+        for table, wanted in TABLES.items():
+            found = tuple(row[1] for row in self._db.execute(f"PRAGMA table_info({table})"))
+            if found != wanted:
+                what = (
+                    "is missing"
+                    if not found
+                    else f"has the columns {', '.join(found)} instead of {', '.join(wanted)}"
+                )
+                raise StateFileError(
+                    f"state: {self.path} is not a state file this relbot can use (the table "
+                    f"{table} {what}); {_RESTORE}."
+                )
+
+    def _check_writable(self) -> None:
+        """Fail now, not at the first ``/hold``: the bot must be able to write its journal.
+        SQLite opens a file it may not write read-only without a word, and even takes the
+        write lock; only a write says so, and this one is rolled back."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute(f"PRAGMA user_version={self.schema_version}")
+        finally:
+            self._db.execute("ROLLBACK")
+
+    def check_every_event(self) -> None:
+        """Read every event once and fold every release (``relbot check`` and the start of
+        ``relbot run``): a file with an event this relbot cannot read is refused then, with
+        one sentence, not in the middle of a publish. Every later read checks what it reads
+        too, so ``status`` and ``audit`` refuse such an event with the same sentence. The
+        folds are kept for later reads. Raises :class:`StateFileError`."""
+        try:
+            tags = [row[0] for row in self._db.execute("SELECT DISTINCT tag FROM events")]
+            for text in tags:
+                tag = self._tag(text)
+                rows = self._db.execute(
+                    "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
+                    (text,),
+                )
+                events = self._events(rows)
+                state = self._fold(tag, (e for e in events if e.kind is not EventKind.REFUSED))
+                self._folded[text] = (events[-1].id, state)
+        except sqlite3.Error as err:
+            raise state_file_error(self.path, err) from err
+
+    def _tag(self, text: object) -> ReleaseTag:
+        try:
+            tag = ReleaseTag.parse(text) if isinstance(text, str) else None
+        except TagError:
+            tag = None
+        if tag is None or str(tag) != text:
+            raise StateFileError(
+                f"state: {self.path} has events of {shown(str(text))!r}, which is not a "
+                f"release tag; {_RESTORE}."
+            )
+        return tag
+
+    def _events(self, rows: Iterable[tuple[Any, ...]]) -> list[Event]:
+        """Rows as events; :class:`StateFileError` at the first one relbot did not write."""
+        try:
+            return [_event(row) for row in rows]
+        except _BadEvent as err:
+            raise self._unreadable(err.ident, err.why) from None
+
+    def _fold(
+        self, tag: ReleaseTag, events: Iterable[Event], start: ReleaseState | None = None
+    ) -> ReleaseState:
+        """:func:`fold`, with an event it cannot apply reported as one sentence."""
+        events = list(events)
+        try:
+            return fold(tag, events, start=start)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            pass
+        state = start
+        for event in events:  # find the event that does not fold, to name it
+            try:
+                state = fold(tag, [event], start=state)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+                why = f"{event.kind.value}: a field is missing or of the wrong type ({err})"
+                raise self._unreadable(event.id, shown(why)) from None
+        raise AssertionError("unreachable: folding one by one fails where all at once did")
+
+    def _unreadable(self, ident: object, why: str) -> StateFileError:
+        return StateFileError(
+            f"state: {self.path} has an event this relbot cannot read (event {ident}: {why}); "
+            f"{_RESTORE}."
+        )
 
     @property
     def schema_version(self) -> int:
@@ -119,12 +241,17 @@ class StateStore:
         return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
 
     def events(self, tag: ReleaseTag) -> list[Event]:
-        """``tag``'s events, oldest first."""
+        """``tag``'s events, oldest first; :class:`StateFileError` when one of them cannot
+        be read or folded (so ``relbot audit`` shows a release only when it is sound)."""
         rows = self._db.execute(
             "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
             (str(tag),),
         )
-        return [_event(row) for row in rows]
+        events = self._events(rows)
+        if events:  # folded as a check, and kept: what release() would fold next
+            state = self._fold(tag, (e for e in events if e.kind is not EventKind.REFUSED))
+            self._folded[str(tag)] = (events[-1].id, state)
+        return events
 
     def release(self, tag: ReleaseTag) -> ReleaseState:
         """``tag``'s current state: the cached fold, plus the events appended since it was
@@ -144,7 +271,7 @@ class StateStore:
                 "WHERE tag = ? AND id > ? AND id <= ? AND kind != ? ORDER BY id",
                 (key, last, top, EventKind.REFUSED.value),
             )
-            state = fold(tag, [_event(row) for row in rows], start=state)
+            state = self._fold(tag, self._events(rows), start=state)
             self._folded[key] = (top, state)
         return state.copy()
 
@@ -166,12 +293,12 @@ class StateStore:
             elif kind != EventKind.REFUSED.value:
                 self._acted.add(tag)
             self._tags_read = ident
-        return sorted(ReleaseTag.parse(tag) for tag in self._acted - self._published)
+        return sorted(self._tag(tag) for tag in self._acted - self._published)
 
     def tags(self) -> list[ReleaseTag]:
         """Every tag the log mentions."""
         rows = self._db.execute("SELECT DISTINCT tag FROM events")
-        return sorted(ReleaseTag.parse(row[0]) for row in rows)
+        return sorted(self._tag(row[0]) for row in rows)
 
 
 def state_file_error(path: Path, err: BaseException) -> StateFileError:
@@ -196,17 +323,79 @@ def state_file_error(path: Path, err: BaseException) -> StateFileError:
 def state_problems(path: Path) -> list[str]:
     """For ``relbot check``: why ``path`` cannot be the state file (created when missing)."""
     try:
-        StateStore(path).close()
+        store = StateStore(path)
+        try:
+            store.check_every_event()
+        finally:
+            store.close()
         OwnerLock(path).probe()
     except StateFileError as err:
         return [str(err)]
     return []
 
 
-def _event(row: tuple[int, float, str, str, str, str]) -> Event:
+_RESTORE = (
+    "it was changed by something other than relbot: restore it from a backup, or upgrade "
+    "relbot if a newer one wrote it"
+)
+
+
+class _BadEvent(Exception):
+    def __init__(self, ident: object, why: str) -> None:
+        super().__init__(why)
+        self.ident = ident
+        self.why = why
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    """One row as an event; :class:`_BadEvent` when it is not one relbot wrote."""
     ident, at, tag, actor, kind, data = row
-    loaded: Mapping[str, Any] = json.loads(data)
-    return Event(ident, at, tag, actor, EventKind(kind), loaded)
+    try:
+        event_kind = EventKind(kind)
+    except ValueError:
+        raise _BadEvent(ident, f"its kind {shown(str(kind))!r} is unknown") from None
+    if not isinstance(at, int | float) or not 0 <= at <= LAST_TIME:
+        raise _BadEvent(ident, f"its time {shown(str(at))!r} is not a time")
+    if not isinstance(actor, str) or not actor:
+        raise _BadEvent(ident, "it names nobody")
+    try:
+        loaded = json.loads(data)
+    except (TypeError, ValueError, RecursionError):
+        raise _BadEvent(ident, "its data is not JSON") from None
+    if not isinstance(loaded, dict):
+        raise _BadEvent(ident, "its data is not a JSON object")
+    if problem := _field_problem(event_kind, loaded):
+        raise _BadEvent(ident, f"{event_kind.value}: {problem}")
+    if event_kind is EventKind.PLANNED:
+        # A code valid for longer than any clock can show (an old config's huge
+        # confirm_timeout) is valid for ever: kept so, in a range every formatter takes.
+        loaded["expires_at"] = min(float(loaded["expires_at"]), LAST_TIME)
+    return Event(ident, float(at), tag, actor, event_kind, loaded)
+
+
+def _field_problem(kind: EventKind, data: dict[str, Any]) -> str:
+    """What ``data`` lacks for an event of ``kind``, or "" when it has it all."""
+    for key, wanted in _REQUIRED.get(kind, {}).items():
+        if key not in data:
+            return f"{key!r} is missing"
+        if not _is(data[key], wanted):
+            return f"{key!r} is of the wrong type"
+    for key, wanted in _OPTIONAL.items():
+        if key in data and not _is(data[key], wanted):
+            return f"{key!r} is of the wrong type"
+    if kind is EventKind.PLANNED:
+        plan = data["plan"]
+        if not isinstance(plan.get("digest"), str) or not isinstance(plan.get("files"), list):
+            return "its plan has no digest or no files"
+        if not math.isfinite(data["expires_at"]):
+            return "'expires_at' is not a time"
+    return ""
+
+
+def _is(value: object, wanted: type | tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and wanted in (int, _NUMBER):  # JSON's true is not a number
+        return False
+    return isinstance(value, wanted)
 
 
 class OwnerLock:

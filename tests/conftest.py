@@ -3,8 +3,11 @@ records what the bot posts and a clock the tests move."""
 
 from __future__ import annotations
 
+import io
+import logging
+import sys
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.gate import Gate
+from bot.logs import setup_logging
 from bot.messages import ChannelKind, ChannelMessage, Reply
 from bot.ports import Chat
 from bot.state import StateStore
@@ -200,3 +204,16 @@ class World:
 @pytest.fixture
 def world(tmp_path: Path) -> World:
     return World(tmp_path)
+
+
+@pytest.fixture
+def debug_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
+    """relbot's own logging set-up, as ``relbot run --log-level debug`` makes it (filters
+    included), writing into a buffer; the root logger is put back afterwards."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    setup_logging("debug", "text")
+    yield stream
+    root.handlers[:], root.level = saved

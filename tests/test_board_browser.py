@@ -172,6 +172,7 @@ def test_the_open_page_follows_a_console_rehearsal(tmp_path: Path, browser: Any)
     )
     staging = tmp_path / "relbot-data" / "staging"
     stage_demo(staging, load_profile("cpython"))
+    (tmp_path / "relbot-data" / "public").mkdir()  # `relbot run` creates no folder
     hostile = staging / "3.14.1" / HOSTILE
     hostile.write_text("not anyone's\n")
     run = Rehearsal(tmp_path, port)

@@ -73,8 +73,12 @@ def script(lines: Sequence[str]) -> str:
 
 
 def write_config(folder: Path, text: str) -> Path:
+    """``relbot.toml`` in ``folder``, and the default storage folders (`relbot run`, like
+    `relbot check`, refuses folders that do not exist: it creates neither)."""
     path = folder / "relbot.toml"
     path.write_text(RELEASE_CYCLE_LINE + text, encoding="utf-8")
+    for name in ("staging", "public"):
+        (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -345,3 +349,17 @@ def test_version_prints_the_name_and_version(cli: Cli) -> None:
 
     assert result.returncode == 0
     assert re.fullmatch(r"relbot \d+\.\d+\.\d+\S*\n", result.stdout)
+
+
+def test_run_on_the_console_needs_no_secret_of_a_platform_it_leaves_off(
+    cli: Cli, tmp_path: Path
+) -> None:
+    slack = '[slack]\nchannel = "C0RELEASE"\nbot_token_env = "NOT_SET_HERE"\n'
+    write_config(tmp_path, slack + TEAM)
+
+    checked = cli("check", "--offline")
+    ran = cli("run", "--platform", "console", stdin=script(["/help"]))
+
+    assert checked.returncode == 1 and "slack.bot_token_env" in checked.stderr
+    assert ran.returncode == 0, ran.stderr
+    assert "relbot commands" in ran.stdout

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bot.config import Config, load_config
+from bot.config import Config, checked_url, load_config, url_problem
 from bot.errors import ConfigError
 
 # Copied verbatim from the contract's configuration example: it must load as written.
@@ -316,3 +317,296 @@ def test_a_secret_is_read_from_the_environment_and_never_printed(
     out, err = capsys.readouterr()
     assert "0123456789abcdef" not in out + err
     assert os.environ["RELBOT_TEST_AUTH"] == "hugo:0123456789abcdef"  # read, not consumed
+
+
+# -- bounds, addresses, names and IDs: refused where written ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("poll_interval = 1000000000000000000\n", "poll_interval"),
+        ("poll_interval = 0\n", "poll_interval"),
+        ("confirm_timeout = 9223372036854775807\n", "confirm_timeout"),
+        ("confirm_timeout = 86401\n", "confirm_timeout"),
+        ("[storage]\nport = 0\n", "storage.port"),
+        ("[storage]\nport = 65536\n", "storage.port"),
+        ('[slack]\nchannel = "C0RELEASE"\nport = 99999999999999999999\n', "slack.port"),
+        ("[health]\nport = -1\n", "health.port"),
+    ],
+)
+def test_every_number_has_bounds(tmp_path: Path, text: str, key: str) -> None:
+    message = error_of(tmp_path, text)
+
+    assert f": {key}: " in message
+    assert "\n" not in message
+
+
+def test_the_largest_numbers_allowed_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "poll_interval = 86400\nconfirm_timeout = 86400\n[health]\nport = 65535\n"
+    )
+
+    model = load_config(path).model
+
+    assert (model.poll_interval, model.confirm_timeout) == (86400, 86400)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "why"),
+    [
+        ('[pydotorg]\nurl = "http://www.python.org/api/v1/"\n', "pydotorg.url", "clear text"),
+        ('[pydotorg]\nurl = "file:///etc/passwd"\n', "pydotorg.url", "not an https:// URL"),
+        ('[pydotorg]\nurl = "ftp://www.python.org/"\n', "pydotorg.url", "not an https:// URL"),
+        ('[pydotorg]\nurl = "https://"\n', "pydotorg.url", "names no host"),
+        ('[pydotorg]\nurl = "https://rm:key@www.python.org/"\n', "pydotorg.url", "password"),
+        ('[pydotorg]\nurl = "www.python.org/api/v1/"\n', "pydotorg.url", "not an https:// URL"),
+        (
+            '[slack]\nchannel = "C0RELEASE"\napi_url = "http://slack.example/api/"\n',
+            "slack.api_url",
+            "clear text",
+        ),
+        (
+            "[discord]\nguild = 112233445566778899\nchannel = 112233445566778890\n"
+            'api_url = "http://10.0.0.1/api/v10"\n',
+            "discord.api_url",
+            "clear text",
+        ),
+        ('release_cycle = "file:///etc/passwd"\n', "release_cycle", "not an https:// URL"),
+        ('release_cycle = "http://peps.python.org/x.json"\n', "release_cycle", "clear text"),
+    ],
+)
+def test_an_api_url_must_be_https_unless_it_is_this_machine(
+    tmp_path: Path, text: str, key: str, why: str
+) -> None:
+    message = error_of(tmp_path, text)
+
+    assert f": {key}: " in message and why in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000/api/v1/", "http://[::1]:8000/api/", "http://localhost/api/"]
+)
+def test_plain_http_to_this_machine_is_allowed_for_tests(tmp_path: Path, url: str) -> None:
+    config = load_config(write(tmp_path, f'[pydotorg]\nurl = "{url}"\n'))
+
+    assert config.model.pydotorg.url == url
+
+
+def test_the_url_rule_is_one_function_other_tables_can_use() -> None:
+    assert url_problem("https://discuss.python.org/") == ""
+    assert "clear text" in url_problem("http://discuss.python.org/")
+    assert url_problem("http://127.0.0.2:9/") == ""
+    with pytest.raises(ValueError, match="not an https:// URL"):
+        checked_url("gopher://x/")
+
+
+@pytest.mark.parametrize("host", ["", "0", "127.1", "0000::", "0:0::0", "bad_host", "*", "a b"])
+def test_a_health_host_that_is_not_an_address_or_means_every_interface_is_refused(
+    tmp_path: Path, host: str
+) -> None:
+    message = error_of(tmp_path, f'[health]\nhost = "{host}"\n')
+
+    assert ": health.host: " in message
+    assert "0.0.0.0 or ::" in message
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "127.0.0.1", "::1", "localhost", "board.lan"])
+def test_every_interface_only_when_written_as_such(tmp_path: Path, host: str) -> None:
+    config = load_config(write(tmp_path, f'[health]\nhost = "{host}"\n'))
+
+    assert config.model.health is not None and config.model.health.host == host
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('[people.""]\nrm = ["3.14"]\n', "name is empty"),
+        ('[people." "]\nrm = ["3.14"]\n', "name is empty"),
+        ('[people.relbot]\nrm = ["3.14"]\n', "the bot itself"),
+        ('[people.RelBot]\nrm = ["3.14"]\n', "the bot itself"),
+        ('[people."hugo vk"]\nrm = ["3.14"]\n', "one word"),
+        ('[people."hugo\\u202e"]\nrm = ["3.14"]\n', "control character"),
+    ],
+)
+def test_a_person_name_must_be_a_word_that_is_not_the_bot(
+    tmp_path: Path, text: str, fragment: str
+) -> None:
+    message = error_of(tmp_path, text)
+
+    assert ": people: " in message and fragment in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("platform", ["slack", "discord"])
+def test_one_platform_id_for_two_people_is_refused_naming_both(
+    tmp_path: Path, platform: str
+) -> None:
+    user = "U01ABCDEF" if platform == "slack" else "112233445566778899"
+    text = f'[people.hugo]\n{platform} = "{user}"\n[people.eve]\n{platform} = "{user}"\n'
+
+    message = error_of(tmp_path, text)
+
+    assert f"people.eve.{platform}: '{user}' is already people.hugo.{platform}" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[people.hugo]\nslack = "hugo"\n', "people.hugo.slack"),
+        ('[people.hugo]\nslack = "@hugo"\n', "people.hugo.slack"),
+        ('[people.hugo]\nslack = "u01abcdef"\n', "people.hugo.slack"),
+        ('[people.hugo]\nslack = "C0123456789"\n', "people.hugo.slack"),
+        ('[people.hugo]\nslack = ""\n', "people.hugo.slack"),
+        ('[people.hugo]\ndiscord = "123"\n', "people.hugo.discord"),
+        ('[people.hugo]\ndiscord = "hugo#1234"\n', "people.hugo.discord"),
+        ('[people.hugo]\ndiscord = "112233445566778899000"\n', "people.hugo.discord"),
+        ('[slack]\nchannel = "#release"\n', "slack.channel"),
+        ('[slack]\nchannel = "U01ABCDEF"\n', "slack.channel"),
+        ("[discord]\nguild = 1\nchannel = 112233445566778899\n", "discord.guild"),
+        ("[discord]\nguild = 112233445566778899\nchannel = 2\n", "discord.channel"),
+    ],
+)
+def test_platform_ids_have_the_platforms_format(tmp_path: Path, text: str, key: str) -> None:
+    message = error_of(tmp_path, text)
+
+    assert f": {key}: " in message and " ID" in message
+    assert "\n" not in message
+
+
+def test_control_characters_in_identities_are_refused(tmp_path: Path) -> None:
+    text = '[signatures]\nidentities = { "3.14" = ["hugo\\u001b[2J@python.org", "https://x"] }\n'
+
+    message = error_of(tmp_path, text)
+
+    assert ": signatures.identities: " in message and "control character" in message
+    assert "\x1b" not in message  # the refusal shows it escaped
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (f'state = "{"s" * 300}/state.db"\n', "state"),
+        (f'[storage]\nstaging = "data/{"x" * 300}"\n', "storage.staging"),
+        (f'[storage]\npublic = "/{"p" * 256}"\n', "storage.public"),
+        (f'release_cycle = "{"r" * 300}.json"\n', "release_cycle"),
+        (f'[signatures]\ntrusted_root = "{"t" * 300}.json"\n', "signatures.trusted_root"),
+        (f'profile = "{"q" * 300}.toml"\n', "profile"),
+        ('state = ""\n', "state"),
+        ('state = "~no-such-user-here/state.db"\n', "state"),
+    ],
+)
+def test_a_path_the_filesystem_cannot_take_is_one_error_naming_the_key(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    message = error_of(tmp_path, text)
+
+    assert f": {key}: " in message
+    assert "\n" not in message and len(message) < 400
+
+
+@pytest.mark.parametrize("where", ["data/public/state.db", "data/staging/db/state.db"])
+def test_a_state_file_inside_staging_or_public_is_refused(tmp_path: Path, where: str) -> None:
+    text = f'state = "{where}"\n[storage]\nstaging = "data/staging"\npublic = "data/public"\n'
+
+    message = error_of(tmp_path, text)
+
+    assert ": state: " in message and "outside both folders" in message
+
+
+def test_a_state_file_beside_staging_and_public_is_fine(tmp_path: Path) -> None:
+    text = 'state = "data/state.db"\n[storage]\nstaging = "data/staging"\npublic = "data/public"\n'
+
+    assert load_config(write(tmp_path, text)).state_path == tmp_path / "data" / "state.db"
+
+
+# -- the config file itself -------------------------------------------------------------------
+
+
+def test_a_folder_named_relbot_toml_is_an_error_not_the_demo(tmp_path: Path) -> None:
+    (tmp_path / "relbot.toml").mkdir()
+
+    with pytest.raises(ConfigError, match=r"relbot\.toml: the config is a folder"):
+        load_config(cwd=tmp_path)
+
+
+def test_a_broken_link_named_relbot_toml_is_an_error_not_the_demo(tmp_path: Path) -> None:
+    (tmp_path / "relbot.toml").symlink_to(tmp_path / "gone.toml")
+
+    with pytest.raises(ConfigError, match=r"relbot\.toml: the config cannot be read"):
+        load_config(cwd=tmp_path)
+
+
+def test_a_link_to_a_config_file_is_followed(tmp_path: Path) -> None:
+    real = write(tmp_path / "etc", '[people.ann]\nrm = ["3.14"]\n')
+    (tmp_path / "relbot.toml").symlink_to(real)
+
+    assert list(load_config(cwd=tmp_path).people) == ["ann"]
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda p: os.mkfifo(p), "FIFO"),
+        (lambda p: p.symlink_to("/dev/zero"), "device"),
+        (lambda p: p.mkdir(), "folder"),
+        (lambda p: p.write_bytes(b"#" * (2 << 20)), "larger than 1 MiB"),
+    ],
+    ids=["fifo", "dev-zero", "folder", "too-large"],
+)
+def test_a_config_that_is_not_a_small_regular_file_is_refused_before_it_is_read(
+    tmp_path: Path, make: Any, fragment: str
+) -> None:
+    path = tmp_path / "relbot.toml"
+    make(path)
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)  # a FIFO would block here for ever, /dev/zero never end
+
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda p: os.mkfifo(p), "FIFO"),
+        (lambda p: p.symlink_to("/dev/zero"), "device"),
+        (lambda p: p.mkdir(), "folder"),
+        (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
+    ],
+    ids=["fifo", "dev-zero", "folder", "deep-json"],
+)
+def test_a_release_cycle_file_that_is_not_a_json_file_is_one_error(
+    tmp_path: Path, make: Any, fragment: str
+) -> None:
+    make(tmp_path / "cycle.json")
+
+    message = error_of(tmp_path, 'release_cycle = "cycle.json"\n')
+
+    assert message.startswith("release_cycle: ") and fragment in message
+
+
+def test_a_deeply_nested_config_is_one_sentence(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+
+    assert "nested too deeply" in message and "\n" not in message
+
+
+def test_a_deeply_nested_profile_is_one_sentence(tmp_path: Path) -> None:
+    write(tmp_path, "x = " + "[" * 100_000 + "]" * 100_000 + "\n", name="deep.toml")
+
+    assert "nested too deeply" in error_of(tmp_path, 'profile = "deep.toml"\n')
+
+
+def test_cdn_purge_urls_follow_the_url_rule(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '[cdn]\npurge = ["http://www.python.org/ftp/python/{version}/"]\n')
+
+    assert ": cdn.purge.0: " in message and "clear text" in message
+
+
+def test_the_name_no_person_may_have_is_the_bots_own_actor() -> None:
+    from bot.config import BOT_ACTOR
+    from bot.pipeline import BOT
+
+    assert BOT_ACTOR == BOT

@@ -107,6 +107,8 @@ def team(folder: Path, person: str) -> Path:
     folder.mkdir(exist_ok=True)
     path = folder / "relbot.toml"
     path.write_text(f'[people.{person}]\nrm = ["3.14"]\n', encoding="utf-8")
+    for name in ("staging", "public"):  # `relbot run` creates no folder
+        (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 

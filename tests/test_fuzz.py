@@ -10,6 +10,7 @@ import io
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,7 @@ from bot.errors import RelbotError
 from bot.gate import Gate
 from bot.scheduler import Poller
 from tests.conftest import World
+from tests.pinned import RELEASE_CYCLE
 
 SEED = 20261202
 VERBS = ["/ready", "/unready", "/status", "/hold", "/unhold", "/publish", "/respin", "/help", "/as"]
@@ -197,3 +199,197 @@ def test_config_mutation_sweep_gives_success_or_one_sentence_per_problem(
         assert "Traceback" not in captured.err
     # Both outcomes were exercised: the sweep is not all refusals or all successes.
     assert outcomes["valid"] > 10 and outcomes["refused"] > 10, outcomes
+
+
+# -- every key's type and bounds --------------------------------------------------------------
+
+# A config that sets every key the contract names to a valid value (TOML literals), with every
+# optional table present. The fuzzer below changes a few keys at a time.
+FULL: dict[str, dict[str, str]] = {
+    "": {
+        "profile": '"cpython"',
+        "state": '"data/state.db"',
+        "poll_interval": "30",
+        "confirm_timeout": "600",
+        "release_cycle": f'"{RELEASE_CYCLE}"',
+    },
+    "storage": {
+        "kind": '"local"',
+        "staging": '"data/staging"',
+        "public": '"data/public"',
+        "host": '"127.0.0.1"',
+        "port": "22",
+        "user": '"relbot"',
+        "key_file": '"id"',
+        "known_hosts": '"known_hosts"',
+        "passphrase_env": '"FUZZ_PASSPHRASE"',
+        "group": '"downloads"',
+    },
+    "signatures": {
+        "require": "false",
+        "trusted_root": '"production"',
+        "identities": '{ "3.14" = ["hugo@python.org", "https://github.com/login/oauth"] }',
+    },
+    "pydotorg": {
+        "kind": '"none"',
+        "url": '"https://www.python.org/api/v1/"',
+        "auth_env": '"FUZZ_PYDOTORG"',
+    },
+    "cdn": {"purge": '["https://www.python.org/ftp/python/{version}/"]'},
+    "slack": {
+        "bot_token_env": '"FUZZ_SLACK_BOT"',
+        "channel": '"C0RELEASE"',
+        "mode": '"http"',
+        "app_token_env": '"FUZZ_SLACK_APP"',
+        "signing_secret_env": '"FUZZ_SLACK_SECRET"',
+        "port": "3000",
+        "api_url": '"http://127.0.0.1:9/api/"',
+    },
+    "discord": {
+        "token_env": '"FUZZ_DISCORD"',
+        "guild": "112233445566778899",
+        "channel": "112233445566778890",
+        "api_url": '"http://127.0.0.1:9/api/v10"',
+    },
+    "health": {"host": '"127.0.0.1"', "port": "9110"},
+    "people.hugo": {
+        "rm": '["3.14", "3.15"]',
+        "roles": '["source", "docs"]',
+        "slack": '"U0HUGO"',
+        "discord": '"112233445566778899"',
+    },
+    "people.steve": {"roles": '["windows"]', "slack": '"U0STEVE"'},
+}
+TYPED_VALUES = [
+    # numbers at and past every bound, and what TOML makes of overflowing ones
+    "0", "1", "-1", "9", "10", "22", "65535", "65536", "86400", "86401",
+    "9223372036854775807", "-9223372036854775808", "112233445566778899", "1.5", "nan", "inf",
+    "-inf", "1e400", "true", "false",
+    # strings of every kind a key takes, and each one's mistakes
+    '""', '" "', '"x"', '"cpython"', '"local"', '"sftp"', '"api"', '"none"', '"socket"',
+    '"production"', '"0.0.0.0"', '"::"', '"0"', '"127.1"', '"localhost"', '"127.0.0.1"',
+    '"https://www.python.org/api/v1/"', '"http://www.python.org/"', '"http://[::1]:9/"',
+    '"file:///etc/passwd"', '"ftp://x/"', '"https://u:p@x/"', '"https://"', '"https://x:0/"',
+    '"https://x:99999/"', '"U0HUGO"', '"hugo"', '"u0hugo"', '"C0RELEASE"', '"#release"',
+    '"112233445566778899"', '"123"', '"data/staging"', '"data/public"', '"data"',
+    '"data/public/state.db"', '"/"', '"/dev/zero"', '"fifo"', '"folder"', '"~nosuchuser/x"',
+    f'"{"n" * 300}"', f'"data/{"n" * 300}/x"', '"\\u001b[31m"', '"\\u202e"', '"\\u0000"',
+    '"caf\\u00e9"', '"3.14"', '"../outside"', '"relbot"', '"\\ud7ff"',
+    # arrays and tables, nested too deep included
+    "[]", '["x"]', '["3.14"]', '["source"]', '["wizard"]', "[1]", '[["a"]]', "[" * 600 + "]" * 600,
+    "{}", '{ "3.14" = ["a", "b"] }', '{ "3.14" = ["a"] }', '{ "x" = ["a", "b"] }', "{ x = 1 }",
+]  # fmt: skip
+PERSON_NAMES = ['""', '" "', "relbot", '"a b"', '"\\u001b"', "hugo", "ned", "x" * 300]
+
+
+def config_keys() -> list[tuple[str, str]]:
+    """(table, key) of every key of the config's model, so that a key another change adds
+    is fuzzed too, even before ``FULL`` names a valid value for it."""
+    from pydantic import BaseModel
+
+    from bot.config import ConfigModel, PersonConfig
+
+    found: list[tuple[str, str]] = []
+    for name, field in ConfigModel.model_fields.items():
+        if name == "people":  # a table of tables: one person's keys, below
+            continue
+        nested = next(
+            (t for t in getattr(field.annotation, "__args__", (field.annotation,))
+             if isinstance(t, type) and issubclass(t, BaseModel)),
+            None,
+        )  # fmt: skip
+        if nested is not None:
+            found += [(name, key) for key in nested.model_fields]
+        else:
+            found.append(("", name))
+    return found + [("people.hugo", key) for key in PersonConfig.model_fields]
+
+
+def toml_text(tables: dict[str, dict[str, str]]) -> str:
+    lines = [f"{key} = {value}" for key, value in tables.get("", {}).items()]
+    for table, keys in tables.items():
+        if table:
+            lines += [f"[{table}]", *(f"{key} = {value}" for key, value in keys.items())]
+    return "\n".join(lines) + "\n"
+
+
+def fuzzed_config(rng: random.Random, keys: list[tuple[str, str]]) -> str:
+    tables = {table: dict(values) for table, values in FULL.items()}
+    for _ in range(rng.randrange(1, 4)):
+        roll = rng.random()
+        table, key = rng.choice(keys)
+        if roll < 0.75:
+            tables.setdefault(table, {})[key] = rng.choice(TYPED_VALUES)
+        elif roll < 0.85:
+            tables.get(table, {}).pop(key, None)
+        elif roll < 0.9:
+            tables.pop(rng.choice([t for t in tables if t]), None)
+        elif roll < 0.95:  # a person by another name
+            tables[f"people.{rng.choice(PERSON_NAMES)}"] = tables.pop("people.steve", {})
+        else:  # one platform ID for two people
+            tables.setdefault("people.steve", {})["slack"] = '"U0HUGO"'
+    return toml_text(tables)
+
+
+class Hung(Exception):
+    pass
+
+
+def test_config_fuzz_over_every_keys_type_and_bounds_never_raises(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every outcome is a config or one sentence per problem, from loading, from the offline
+    checks (what `relbot check --offline` and `relbot run` make) and from `relbot check
+    --offline` itself; nothing hangs on a FIFO or /dev/zero."""
+    from bot.preflight import offline_problems
+
+    for name in ("PASSPHRASE", "PYDOTORG", "SLACK_BOT", "SLACK_APP", "SLACK_SECRET", "DISCORD"):
+        monkeypatch.setenv(f"FUZZ_{name}", "set")  # a key naming another variable: unset
+    monkeypatch.delenv("RELBOT_CONFIG", raising=False)
+    rng = random.Random(SEED + 2)
+    keys = config_keys()
+    assert {key for _, key in keys} >= {"poll_interval", "api_url", "guild", "host", "discord"}
+    outcomes = {"valid": 0, "refused": 0, "problems": 0}
+
+    def hung(signum: int, frame: object) -> None:
+        raise Hung("a config made relbot wait for ever")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    try:
+        for number in range(300):
+            folder = tmp_path / f"k{number}"
+            (folder / "data" / "staging").mkdir(parents=True)
+            (folder / "data" / "public").mkdir()
+            (folder / "folder").mkdir()
+            os.mkfifo(folder / "fifo")
+            path = folder / "relbot.toml"
+            path.write_text(fuzzed_config(rng, keys), encoding="utf-8")
+            signal.alarm(30)
+            try:
+                config = load_config(path)
+            except RelbotError as err:
+                outcomes["refused"] += 1
+                for sentence in str(err).splitlines():
+                    assert sentence.endswith("."), sentence
+                    assert sentence.startswith((str(path), "profile", "release_cycle")), sentence
+                continue
+            finally:
+                signal.alarm(0)
+            outcomes["valid"] += 1
+            signal.alarm(30)
+            try:
+                found = offline_problems(config)
+                with contextlib.chdir(folder):
+                    code = main(["check", "--offline", "--config", str(path)])
+            finally:
+                signal.alarm(0)
+            outcomes["problems"] += bool(found.problems)
+            err = capsys.readouterr().err
+            assert code == (1 if found.problems else 0), err
+            assert "Traceback" not in err
+            assert all(line.startswith("relbot check: ") for line in err.splitlines()), err
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    # Every outcome was exercised: loading refused, offline checks refused, and all well.
+    assert outcomes["refused"] > 50 and outcomes["problems"] > 10, outcomes
+    assert outcomes["valid"] - outcomes["problems"] > 5, outcomes

@@ -115,6 +115,7 @@ def test_console_rehearsal_registers_every_file_and_never_shows_the_key(
     )
     staging = tmp_path / "relbot-data" / "staging" / "3.14.1"
     stage_demo(staging.parent, load_profile("cpython"))
+    (tmp_path / "relbot-data" / "public").mkdir()  # `relbot run` creates no folder
     lines = [f"/ready {role} 3.14.1" for role in ("source", "docs", "windows", "macos")]
     session = publish_through_console(
         tmp_path,

@@ -173,6 +173,7 @@ def test_console_rehearsal_with_required_signatures_publishes_the_bundles(tmp_pa
         """)
     )
     staging = tmp_path / "relbot-data" / "staging"
+    (tmp_path / "relbot-data" / "public").mkdir(parents=True)  # `relbot run` creates no folder
     for file in stage_demo(staging, load_profile("cpython")):
         file.write_bytes(ARTIFACT)
         file.with_name(file.name + ".sigstore").write_bytes(BUNDLE)

@@ -32,6 +32,8 @@ def test_relbot_health_follows_the_configured_host_and_port(tmp_path: Path) -> N
         "[people.hugo]\nrm = ['3.14']\n",
         encoding="utf-8",
     )
+    for name in ("staging", "public"):
+        (tmp_path / "relbot-data" / name).mkdir(parents=True)  # `relbot run` creates no folder
     assert health(tmp_path).returncode == 1  # nothing runs yet
     bot = subprocess.Popen(
         [str(RELBOT), "run"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

@@ -135,3 +135,25 @@ def test_a_transport_error_is_retried_then_raised(waits: list[float]) -> None:
     with client(waits) as http, pytest.raises(httpx.ConnectError):
         http.send("GET", url)
     assert waits == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("origin", "link"),
+    [
+        ("https://api.example.org/v1/", "http://api.example.org/v1/downloads/"),
+        ("https://127.0.0.1:{port}/api/", "http://127.0.0.1:{port}/api/downloads/"),
+    ],
+    ids=["default-ports", "same-port"],
+)
+def test_a_link_to_plain_http_on_the_same_host_is_another_origin(
+    server: Script, waits: list[float], origin: str, link: str
+) -> None:
+    """The key must not leave in clear text because a server's answer said http://."""
+    port = httpx.URL(server.url).port
+    headers = {"Authorization": "ApiKey rm:secret"}
+    with client(waits, origin=origin.format(port=port), headers=headers) as http:
+        with pytest.raises(OtherOrigin):
+            http.join(link.format(port=port))
+        with pytest.raises(OtherOrigin):
+            http.send("GET", link.format(port=port))
+    assert server.seen == []  # nothing was sent, least of all the key

@@ -3,25 +3,33 @@ command (exit 1, no traceback), and ``relbot check`` reports what ``relbot run``
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from bot.cli import main
 from bot.config import load_config
 from bot.demo import stage_demo
+from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, TagError
-from bot.render import help_text
+from bot.render import audit_line, help_text
+from bot.state import StateStore
 from tests.conftest import World
 
 TIMEOUT = 60
+NOBODY = 65534
 TEAM = """
 [people.hugo]
 rm = ["3.14"]
@@ -64,8 +72,12 @@ def assert_one_sentence(result: subprocess.CompletedProcess[str], *fragments: st
 
 
 def write(folder: Path, text: str) -> Path:
+    """``relbot.toml`` in ``folder``, and the default storage folders (`relbot run`, like
+    `relbot check`, refuses folders that do not exist: it creates neither)."""
     path = folder / "relbot.toml"
     path.write_text(textwrap.dedent(text), encoding="utf-8")
+    for name in ("staging", "public"):
+        (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -313,3 +325,252 @@ def test_a_person_name_with_a_control_character_is_a_config_error(tmp_path: Path
 
     with pytest.raises(ConfigError, match=r"people: .*control character"):
         load_config(tmp_path / "relbot.toml")
+
+
+# -- every case of a config accepted by `check`, then wrong: refused by check --offline -------
+
+CONFIG_CASES = {
+    "huge-poll-interval": "poll_interval = 1000000000000000000\n",
+    "huge-confirm-timeout": "confirm_timeout = 9223372036854775807\n",
+    "pydotorg-over-http": '[pydotorg]\nkind = "api"\nurl = "http://www.python.org/api/v1/"\n',
+    "pydotorg-file-url": '[pydotorg]\nkind = "api"\nurl = "file:///etc/passwd"\n',
+    "slack-over-http": '[slack]\nchannel = "C0RELEASE"\napi_url = "http://slack.com/api/"\n',
+    "health-host-empty": '[health]\nhost = ""\n',
+    "state-in-public": 'state = "relbot-data/public/state.db"\n',
+    "empty-person-name": '[people.""]\nroles = ["windows"]\n',
+    "person-named-relbot": '[people.relbot]\nroles = ["windows"]\n',
+    "duplicate-slack-ids": '[people.steve]\nslack = "U0HUGO"\n[people.ned]\nslack = "U0HUGO"\n',
+    "control-in-identities": '[signatures]\nidentities = { "3.14" = ["h\\u001bo", "https://x"] }\n',
+    "long-path-component": f'state = "{"s" * 300}/state.db"\n',
+    "deep-toml": "x = " + "[" * 50_000 + "]" * 50_000 + "\n",
+}
+CONFIG_KEYS = {
+    "huge-poll-interval": "poll_interval",
+    "huge-confirm-timeout": "confirm_timeout",
+    "pydotorg-over-http": "pydotorg.url",
+    "pydotorg-file-url": "pydotorg.url",
+    "slack-over-http": "slack.api_url",
+    "health-host-empty": "health.host",
+    "state-in-public": "state",
+    "empty-person-name": "people",
+    "person-named-relbot": "people",
+    "duplicate-slack-ids": "people.ned.slack",
+    "control-in-identities": "signatures.identities",
+    "long-path-component": "state",
+    "deep-toml": "nested too deeply",
+}
+
+
+def in_process(folder: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``relbot ARGS`` in this process (the CLI's own code, faster than a process each);
+    (exit status, what it wrote on stderr)."""
+    with contextlib.chdir(folder):
+        code = main(list(args))
+    return code, capsys.readouterr().err
+
+
+def assert_one_line(code: int, err: str, *fragments: str) -> None:
+    assert code == 1, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("relbot"), err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES)
+def test_each_config_case_is_one_sentence_from_check_offline_and_run_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    monkeypatch.delenv("RELBOT_CONFIG", raising=False)
+    write(tmp_path, CONFIG_CASES[case] + '[people.hugo]\nrm = ["3.14"]\nslack = "U0HUGO"\n')
+
+    for command in (["check", "--offline"], ["run"], ["status"]):
+        code, err = in_process(tmp_path, *command, capsys=capsys)
+        assert_one_line(code, err, CONFIG_KEYS[case])
+
+
+def test_run_creates_no_mistyped_staging_folder_and_says_what_check_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RELBOT_CONFIG", raising=False)
+    write(tmp_path, '[storage]\nstaging = "relbot-data/stagign"\n' + TEAM)
+
+    checked = in_process(tmp_path, "check", "--offline", capsys=capsys)
+    ran = in_process(tmp_path, "run", capsys=capsys)
+
+    assert_one_line(*checked, "storage.staging", "stagign does not exist")
+    assert ran == (checked[0], checked[1].replace("relbot check: ", "relbot: "))
+    assert not (tmp_path / "relbot-data" / "stagign").exists()
+
+
+def test_a_folder_named_relbot_toml_is_refused_by_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RELBOT_CONFIG", raising=False)
+    (tmp_path / "relbot.toml").mkdir()
+
+    for command in (["check", "--offline"], ["run"], ["status"]):
+        assert_one_line(*in_process(tmp_path, *command, capsys=capsys), "is a folder")
+    assert not (tmp_path / "relbot-data").exists()  # the demo was not staged
+
+
+SPECIAL_FILES: dict[str, Callable[[Path], object]] = {
+    "fifo": os.mkfifo,
+    "dev-zero": lambda path: path.symlink_to("/dev/zero"),
+}
+
+
+@pytest.mark.parametrize("special", SPECIAL_FILES)
+def test_a_special_file_as_config_is_refused_without_reading_it(
+    relbot: str, tmp_path: Path, special: str
+) -> None:
+    SPECIAL_FILES[special](tmp_path / "special.toml")
+
+    for command in (["check", "--offline"], ["run"]):
+        result = run(relbot, tmp_path, *command, "--config", "special.toml")  # would hang
+        assert_one_sentence(result, "special.toml: the config is a ")
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("special", [*SPECIAL_FILES, "deep-json"])
+def test_a_special_or_deep_release_cycle_file_is_refused_without_hanging(
+    relbot: str, tmp_path: Path, special: str
+) -> None:
+    cycle = tmp_path / "cycle.json"
+    if special == "deep-json":
+        cycle.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        SPECIAL_FILES[special](cycle)
+    write(tmp_path, 'release_cycle = "cycle.json"\n' + TEAM)
+
+    for command in (["check", "--offline"], ["run"]):
+        result = run(relbot, tmp_path, *command)
+        assert_one_sentence(result, "release_cycle: ", "cycle.json")
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+# -- every case of a state file relbot did not write: one sentence, before anything ----------
+
+
+def corrupt(path: Path, *statements: str) -> None:
+    """A state file with one real event, then changed behind relbot's back."""
+    store = StateStore(path)
+    store.append(ReleaseTag.parse("3.14.1"), "hugo", EventKind.HELD, reason="wait")
+    store.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        for statement in statements:
+            db.execute(statement)
+        db.commit()
+
+
+STATE_CASES = {
+    "unknown-kind": (
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        "VALUES (1, '3.14.1', 'hugo', 'teleported', '{}')",
+        "kind 'teleported' is unknown",
+    ),
+    "not-json": (
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        "VALUES (1, '3.14.1', 'hugo', 'held', '{reason: wait')",
+        "not JSON",
+    ),
+    "deep-json": (
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        f"VALUES (1, '3.14.1', 'hugo', 'held', '{'[' * 100_000}')",
+        "not JSON",
+    ),
+    "claim-without-snapshot": (
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        """VALUES (1, '3.14.1', 'ned', 'claimed', '{"role": "macos"}')""",
+        "'snapshot' is missing",
+    ),
+    "claim-with-a-broken-file": (
+        "INSERT INTO events (at, tag, actor, kind, data) VALUES (1, '3.14.1', 'ned', "
+        """'claimed', '{"role": "macos", "snapshot": [{"path": "x.pkg"}]}')""",
+        "claimed: a field is missing",
+    ),
+    "huge-time": (
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        "VALUES (1e300, '3.14.1', 'hugo', 'held', '{}')",
+        "is not a time",
+    ),
+    "not-a-tag": (
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        "VALUES (1, '../etc', 'hugo', 'held', '{}')",
+        "not a release tag",
+    ),
+    "wrong-events-schema": (
+        "ALTER TABLE events RENAME COLUMN data TO payload",
+        "the table events has the columns",
+    ),
+    "dropped-table": ("DROP TABLE summaries", "the table summaries is missing"),
+}
+
+
+@pytest.mark.parametrize("case", STATE_CASES)
+def test_each_state_case_is_one_sentence_from_check_status_audit_and_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    monkeypatch.delenv("RELBOT_CONFIG", raising=False)
+    statement, why = STATE_CASES[case]
+    write(tmp_path, 'state = "data/state.db"\n' + TEAM)
+    corrupt(tmp_path / "data" / "state.db", statement)
+
+    for command in (["check", "--offline"], ["status"], ["audit", "3.14.1"], ["run"]):
+        code, err = in_process(tmp_path, *command, capsys=capsys)
+        if case == "not-a-tag" and command[0] == "audit":  # 3.14.1's own events are sound
+            assert (code, err) == (0, "")
+            continue
+        assert_one_line(code, err, "state: ", "state.db", why, "restore it from a backup")
+
+
+def test_an_event_stored_with_a_huge_expiry_is_read_and_audited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What an old config's confirm_timeout = 9223372036854775807 left in the log."""
+    monkeypatch.delenv("RELBOT_CONFIG", raising=False)
+    write(tmp_path, 'state = "data/state.db"\n' + TEAM)
+    plan = {"digest": "d" * 64, "files": []}
+    data = json.dumps({"code_hash": "x", "expires_at": 9223372038654775807, "plan": plan})
+    corrupt(
+        tmp_path / "data" / "state.db",
+        "INSERT INTO events (at, tag, actor, kind, data) "
+        f"VALUES (1800000000, '3.14.1', 'hugo', 'planned', '{data}')",
+    )
+
+    for command in (["check", "--offline"], ["audit", "3.14.1"], ["status", "3.14.1"]):
+        code, err = in_process(tmp_path, *command, capsys=capsys)
+        assert "Traceback" not in err and "Overflow" not in err
+        assert code == 0, err
+    store = StateStore(tmp_path / "data" / "state.db")
+    (planned,) = [e for e in store.events(ReleaseTag.parse("3.14.1")) if e.kind.value == "planned"]
+    assert "code valid until 23:59:59Z" in audit_line(planned)  # for ever, as far as clocks go
+
+
+@pytest.fixture
+def nobody_root() -> Iterator[Path]:
+    """A folder a process running as nobody can reach (pytest's tmp folders are root's)."""
+    root = Path(tempfile.mkdtemp(prefix="relbot-nobody-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_read_only_state_file_is_found_by_check_and_refused_by_run(
+    relbot: str, nobody_root: Path
+) -> None:
+    """SQLite opens a file it may not write read-only without a word: the first /hold was a
+    traceback. Run as a real non-root account (root writes a read-only file anyway)."""
+    write(nobody_root, 'state = "data/state.db"\n' + TEAM)
+    corrupt(nobody_root / "data" / "state.db")  # a good file
+    for folder, _, files in os.walk(nobody_root):
+        for name in [folder, *(os.path.join(folder, n) for n in files)]:
+            os.chown(name, NOBODY, NOBODY)
+    (nobody_root / "data" / "state.db").chmod(0o444)
+    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", relbot]
+
+    for command in (["check", "--offline"], ["status"], ["audit", "3.14.1"], ["run"]):
+        result = run(as_nobody[0], nobody_root, *as_nobody[1:], *command, stdin=b"/hold 3.14.1\n")
+        assert_one_sentence(result, "state: cannot use", "state.db", "it is read-only")
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr

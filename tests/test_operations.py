@@ -55,6 +55,7 @@ def test_running_bot_serves_healthz_and_metrics(tmp_path: Path) -> None:
         f"poll_interval = 1\n[health]\nport = {port}\n[people.hugo]\nrm = ['3.14']\n"
     )
     (tmp_path / "relbot-data" / "staging" / "3.14.1").mkdir(parents=True)
+    (tmp_path / "relbot-data" / "public").mkdir()  # `relbot run` creates neither folder
     bot = subprocess.Popen(
         [str(RELBOT), "run"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,

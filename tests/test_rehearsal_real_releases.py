@@ -31,6 +31,8 @@ roles = ["macos"]
 def team(folder: Path) -> Path:
     path = folder / "relbot.toml"
     path.write_text(RELEASE_CYCLE_LINE + TEAM, encoding="utf-8")
+    for name in ("staging", "public"):  # `relbot run` creates no folder
+        (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -58,7 +58,7 @@ def run_until(folder: Path, pattern: str, env: dict[str, str], *, console: bool 
             "slack",
         ),
         (
-            '[discord]\nguild = 1\nchannel = 2\napi_url = "http://127.0.0.1:{port}/api/v10"\n',
+            '[discord]\nguild = 112233445566778899\nchannel = 112233445566778890\napi_url = "http://127.0.0.1:{port}/api/v10"\n',
             {"DISCORD_TOKEN": "test-token"},
             "discord",
         ),

@@ -64,8 +64,8 @@ def every_secret_config(folder: Path, slack_mode: str = "socket") -> None:
 
         [discord]
         token_env = "T_DISCORD"
-        guild = 1
-        channel = 2
+        guild = 112233445566778899
+        channel = 112233445566778890
         api_url = "http://127.0.0.1:{closed}/api/v10"
 
         [people.hugo]
@@ -124,3 +124,30 @@ def run_until_it_fails(folder: Path, log_format: str) -> tuple[str, str]:
     if bot.poll() is None:
         bot.send_signal(signal.SIGTERM)
     return out.text(bot), err.text(bot)
+
+
+def test_the_audit_trail_keeps_no_code_nor_anything_typed_after_it() -> None:
+    from bot.gate import _redact  # what a refused command is recorded as
+
+    assert _redact("/publish 3.14.1 confirm K7Q2XF3M") == "/publish 3.14.1 confirm <code>"
+    assert _redact("/publish 3.14.1 CONFIRM K7Q2XF3M 4/0AfJohX") == (
+        "/publish 3.14.1 CONFIRM <code> <code>"  # a login code after it is a secret too
+    )
+    long = _redact("/publish 3.14.1 confirm " + "K7Q2XF3M" * 40)
+    assert "K7Q2" not in long  # redacted, then cut
+
+
+def test_log_lines_lose_every_form_a_code_travels_in() -> None:
+    from bot.logs import redact_codes
+
+    forms = [
+        "To publish, type within 10 minutes: /publish 3.14.1 confirm K7Q2XF3M",
+        "command=%2Fpublish&text=3.14.1+confirm+k7q2xf3m",
+        '{"value": "{\\"tag\\":\\"3.14.1\\",\\"code\\":\\"K7Q2XF3M\\"}"}',
+        "payload=%7B%22code%22%3A%22K7Q2XF3M%22%7D",
+        "custom_id='relbot:confirm:3.14.1:K7Q2XF3M'",
+        "{'name': 'confirm', 'type': 3, 'value': 'K7Q2XF3M'}",
+    ]
+    for form in forms:
+        assert "k7q2xf3m" not in redact_codes(form).lower(), form
+    assert redact_codes("confirm the plan") == "confirm the plan"

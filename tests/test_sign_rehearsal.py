@@ -67,6 +67,7 @@ def test_stage_ready_sign_publish_confirm(
     )
     staging = tmp_path / "relbot-data" / "staging"
     staged = stage_demo(staging, load_profile("cpython"))
+    (tmp_path / "relbot-data" / "public").mkdir()  # `relbot run` creates no folder
     signed = signed_files(load_profile("cpython"), staging / "3.14.1", staged)
     env = {**os.environ, "RELBOT_TEST_PYDOTORG": f"rm:{KEY}"}
     env.pop("SIGSTORE_IDENTITY_TOKEN", None)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.domain.tags import ReleaseTag, quote_input
-from bot.domain.text import shown
+from bot.domain.text import typed_text
 from bot.errors import RelbotError, TagError
 
 MAX_LINE = 1000
@@ -171,7 +171,7 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
         case "status", [tag]:
             return Status(ReleaseTag.parse(tag.lower()))
         case "hold", [tag, *reason]:
-            return Hold(ReleaseTag.parse(tag.lower()), shown(" ".join(reason)))
+            return Hold(ReleaseTag.parse(tag.lower()), typed_text(reason))
         case "unhold", [tag]:
             return Unhold(ReleaseTag.parse(tag.lower()))
         case "publish", [tag]:
@@ -188,7 +188,7 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
         case "respin", [tag]:
             return Respin(ReleaseTag.parse(tag.lower()))
         case "waive", [tag, target, *reason]:
-            return Waive(ReleaseTag.parse(tag.lower()), _target(target, roles), " ".join(reason))
+            return Waive(ReleaseTag.parse(tag.lower()), _target(target, roles), typed_text(reason))
         case "unwaive", [tag, target]:
             return Unwaive(ReleaseTag.parse(tag.lower()), _target(target, roles))
         case "abort", [tag]:
@@ -223,8 +223,9 @@ def _usage_error(usage: str, example: str) -> Command:
 
 
 def _target(word: str, roles: Sequence[str]) -> str:
-    """A waiver's target: a role (any case, like /ready) or a path (exactly as typed)."""
-    return word.lower() if word.lower() in roles else word
+    """A waiver's target: a role (any case, like /ready) or a path (as typed, made safe: a
+    staged name with an unsafe character is refused anyway, so it matches none)."""
+    return word.lower() if word.lower() in roles else typed_text([word])
 
 
 def _role(word: str, roles: Sequence[str]) -> str:

@@ -268,6 +268,8 @@ def _parse(text: str, origin: str) -> Profile:
         return Profile(ProfileSpec.model_validate(tomllib.loads(text)))
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"profile {origin}: not valid TOML ({err}).") from err
+    except RecursionError as err:
+        raise ConfigError(f"profile {origin}: its values are nested too deeply.") from err
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(part) for part in first["loc"])

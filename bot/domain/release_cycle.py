@@ -53,6 +53,8 @@ def parse_release_cycle(text: str | bytes, origin: str) -> ReleaseCycle:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as err:
         raise ConfigError(f"release_cycle: {origin} is not valid JSON ({err}).") from err
+    except RecursionError as err:
+        raise ConfigError(f"release_cycle: {origin} is nested too deeply to be one.") from err
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"release_cycle: {origin} is not an object of branches.")
     branches = {}

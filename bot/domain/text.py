@@ -5,6 +5,7 @@ escape could repaint the terminal."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # C0 and C1 controls, DEL, the Unicode line/paragraph separators and bidirectional
 # overrides (which can make a line read as something else), and lone surrogates (the
@@ -16,6 +17,14 @@ def shown(text: str) -> str:
     """``text`` with every unsafe character written as a visible escape (``\\n``,
     ``\\x1b``, ``\\xff`` for a byte that was not UTF-8); printable text is unchanged."""
     return _UNSAFE.sub(_escape, text)
+
+
+def typed_text(words: Sequence[str]) -> str:
+    """Free text typed in a command (the reason of a hold, a waiver; a path to waive), as it
+    is recorded and then shown everywhere (the channel, the console, the board, ``relbot
+    status`` and ``audit``): the words joined by one space, every unsafe character escaped.
+    The one place where what people type is made safe to show."""
+    return shown(" ".join(words))
 
 
 def is_safe(text: str) -> bool:

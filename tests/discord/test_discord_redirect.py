@@ -38,7 +38,7 @@ async def test_a_platform_on_discords_own_api_leaves_discord_py_alone(
 ) -> None:
     # As discord.http.set_api_version(9) would: the adapter must not write over it.
     monkeypatch.setattr(Route, "BASE", "https://discord.com/api/v9")
-    settings = DiscordConfig(guild=GUILD, channel=1)
+    settings = DiscordConfig(guild=GUILD, channel=GUILD + 1)
     platform = DiscordPlatform(TOKEN, settings, ("source",))
     before = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
     seen: list[str] = []

@@ -228,3 +228,63 @@ def test_the_cpython_profile_gives_each_os_at_most_one_download_button(profile: 
         buttons = [record.os for record in records if record.download_button]
         assert sorted(buttons) == sorted(set(buttons)), (text, buttons)
         assert buttons, text  # the download page has a button to show
+
+
+# -- a server that echoes the key never makes it shown ----------------------------------------
+
+
+class EchoingRefusal:
+    """A loopback API that refuses every request with 401 and, as some servers do, echoes the
+    Authorization header it got at the end of a long body (plain text, or JSON)."""
+
+    def __init__(self, as_json: bool) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                # The key starts at character 272: a cut at 300 goes through it.
+                text = "Unauthorized. " * 18 + f"you sent: {self.headers['Authorization']}"
+                body = json.dumps({"detail": text}) if as_json else text
+                data = body.encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json" if as_json else "text/plain")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/api/v1/"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_refusal_that_echoes_the_key_shows_no_part_of_it(
+    profile: Profile, sleeps: Sleeps, as_json: bool
+) -> None:
+    key = "K3yS3cretV" + "0123456789abcdef" * 3
+    server = EchoingRefusal(as_json)
+    try:
+        reg = PydotorgRegistry(
+            server.url, f"rm:{key}", profile, retry=RetryPolicy(attempts=1, sleep=sleeps)
+        )
+        problems = reg.check()
+    finally:
+        server.stop()
+
+    (problem,) = problems
+    assert "HTTP 401" in problem and "you sent: ApiKey rm:***" in problem
+    assert not any(key[i : i + 8] in problem for i in range(len(key) - 7)), problem

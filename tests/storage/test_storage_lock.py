@@ -139,6 +139,8 @@ def test_a_second_relbot_run_on_the_same_storage_exits_at_once_naming_the_holder
     for bot in ("a", "b"):
         (tmp_path / bot).mkdir()
         (tmp_path / bot / "relbot.toml").write_text(team)
+    for name in ("staging", "public"):
+        (tmp_path / "shared" / name).mkdir(parents=True)  # `relbot run` creates no folder
     lock = tmp_path / "shared" / "staging" / LOCK_NAME
     first = subprocess.Popen(
         [relbot, "run"], cwd=tmp_path / "a", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
