@@ -9,10 +9,11 @@ This module translates and renders only: who may do what is decided by the gate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import aiohttp
@@ -37,6 +38,7 @@ from bot.domain.readiness import Readiness, RoleReadiness
 from bot.errors import ConfigError, RelbotError
 from bot.gate import Gate
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
+from adapters.platform import ChannelRefused
 from bot.render import count, role_line, size_text, when
 
 log = logging.getLogger(__name__)
@@ -119,17 +121,72 @@ class SlackChat:
         self._people = dict(people or {})  # person → Slack user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
-        """Post ``message``; returns its ``ts``. Raises ``SlackApiError`` when Slack refuses."""
-        response = await self._client.chat_postMessage(
-            channel=self._channel, **channel_payload(message, self._people)
-        )
+        """Post ``message``; returns its ``ts``. Raises :class:`ChannelRefused` when Slack
+        refuses for a reason the operator must fix, ``SlackApiError`` for any other refusal."""
+        with operator_fixes(self._channel):
+            response = await self._client.chat_postMessage(
+                channel=self._channel, **channel_payload(message, self._people)
+            )
         return str(response["ts"])
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
-        """Replace the message posted as ``ref``. Raises ``SlackApiError`` when Slack refuses."""
-        await self._client.chat_update(
-            channel=self._channel, ts=ref, **channel_payload(message, self._people)
+        """Replace the message posted as ``ref``; raises as :meth:`post` does."""
+        with operator_fixes(self._channel):
+            await self._client.chat_update(
+                channel=self._channel, ts=ref, **channel_payload(message, self._people)
+            )
+
+
+# Slack's errors that every later call would get too, until the operator acts.
+_TOKEN_REFUSED = frozenset(
+    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
+)
+
+
+def operator_fix(code: str, channel: str, needed: str | None = None) -> str | None:
+    """The sentence, with the fix, for a Slack ``error`` only the operator can fix (about
+    ``channel``, or the scope ``needed``); None for any other error."""
+    if code == "not_in_channel":
+        return (
+            f"slack.channel: the bot is not a member of channel {channel}; invite it "
+            "(type /invite @relbot in that channel)."
         )
+    if code == "channel_not_found":
+        return (
+            f"slack.channel: Slack shows the bot no channel {channel}; check the ID (the "
+            "channel's details, at the bottom), and invite the bot if the channel is private."
+        )
+    if code == "is_archived":
+        return f"slack.channel: channel {channel} is archived; unarchive it or name another."
+    if code == "missing_scope":
+        return (
+            f"slack: the app lacks the scope {needed or 'that this needs'}; add it under OAuth "
+            "& Permissions (or recreate the app from `relbot slack-manifest`) and reinstall "
+            "the app."
+        )
+    if code == "restricted_action":
+        return (
+            f"slack.channel: the workspace does not let the bot post in {channel}; let apps "
+            "post there (the channel's settings) or name another channel."
+        )
+    if code in _TOKEN_REFUSED:
+        return (
+            f"slack.bot_token_env: Slack refused the bot token ({code}); copy the Bot User "
+            "OAuth Token (xoxb-…) again from the app's OAuth & Permissions page."
+        )
+    return None
+
+
+@contextlib.contextmanager
+def operator_fixes(channel: str) -> Iterator[None]:
+    """Turn a ``SlackApiError`` that only the operator can fix into :class:`ChannelRefused`."""
+    try:
+        yield
+    except SlackApiError as err:
+        fix = operator_fix(_error_code(err), channel, err.response.get("needed"))
+        if fix is None:
+            raise
+        raise ChannelRefused(fix) from err
 
 
 class SlackPlatform:
@@ -167,6 +224,8 @@ class SlackPlatform:
             AsyncConnectionErrorRetryHandler(),
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         ]
+        self._channel = channel
+        self._people = dict(people or {})  # person → Slack user ID
         self._chat = SlackChat(self._client, channel, people)
         self._seen = SeenDeliveries(remembered_deliveries)
         self._gate: Gate | None = None
@@ -266,31 +325,91 @@ class SlackPlatform:
             await asyncio.wait(set(self._running))
 
     def check(self) -> list[str]:
-        """Problems reaching Slack: the bot token (and app token) refused, each with the fix."""
-        problems: list[str] = []
+        """What would fail on release day, each with the fix: the tokens refused, the
+        channel unknown, archived or without the bot, a scope missing, a person's ID that is
+        no user of the workspace. Blocking (``relbot check`` runs it in a thread)."""
         client = WebClient(token=self._bot_token, base_url=self._api_url)
         try:
-            client.auth_test()
-        except SlackApiError as err:
-            problems.append(
-                f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
-                "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page."
+            try:
+                answer = client.auth_test()
+            except SlackApiError as err:  # nothing else can be checked with this token
+                return [
+                    f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
+                    "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions "
+                    "page."
+                ]
+            return (
+                self._check_scopes(answer.headers or {})
+                + self._check_app_token(client)
+                + self._check_channel(client)
+                + self._check_people(client)
             )
         except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
-            problems.append(f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__}).")
-        if self.mode == "socket" and not problems:
+            return [f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."]
+
+    def _check_scopes(self, headers: Mapping[str, Any]) -> list[str]:
+        """The scopes posting needs; Slack lists the token's in a header of every answer."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        if "x-oauth-scopes" not in lowered:
+            return []
+        scopes = {s.strip() for s in str(lowered["x-oauth-scopes"]).split(",")}
+        return [
+            str(operator_fix("missing_scope", self._channel, scope))
+            for scope in ("commands", "chat:write")
+            if scope not in scopes
+        ]
+
+    def _check_app_token(self, client: WebClient) -> list[str]:
+        if self.mode != "socket":
+            return []
+        try:
+            client.apps_connections_open(app_token=self._app_token or "")
+        except SlackApiError as err:
+            return [
+                f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
+                "create an app-level token with connections:write under Basic Information "
+                "and enable Socket Mode."
+            ]
+        return []
+
+    def _check_channel(self, client: WebClient) -> list[str]:
+        """The channel exists, is not archived, and the bot is in it (so it may post)."""
+        try:
+            answer = client.conversations_info(channel=self._channel)
+        except SlackApiError as err:
+            fix = operator_fix(_error_code(err), self._channel, err.response.get("needed"))
+            return [fix or f"slack.channel: Slack answered {_error_code(err)} for the channel."]
+        channel = answer.get("channel") or {}
+        name = f"#{channel.get('name')} ({self._channel})" if channel.get("name") else self._channel
+        if channel.get("is_archived"):
+            return [str(operator_fix("is_archived", name))]
+        if not channel.get("is_member"):
+            return [str(operator_fix("not_in_channel", name))]
+        return []
+
+    def _check_people(self, client: WebClient) -> list[str]:
+        """Each configured person's ID is an active user of this workspace (a name such as
+        "hugo" or an ID from another workspace would never be mentioned)."""
+        problems: list[str] = []
+        for person, user in self._people.items():
+            key = f"people.{person}.slack"
             try:
-                client.apps_connections_open(app_token=self._app_token or "")
+                found = client.users_info(user=user).get("user") or {}
             except SlackApiError as err:
-                problems.append(
-                    f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
-                    "create an app-level token with connections:write under Basic Information "
-                    "and enable Socket Mode."
-                )
-            except (SlackClientError, OSError) as err:
-                problems.append(
-                    f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."
-                )
+                code = _error_code(err)
+                if code in ("user_not_found", "users_not_found"):
+                    problems.append(
+                        f"{key}: Slack has no user {user} in this workspace; copy the member "
+                        "ID from their profile (⋮, Copy member ID)."
+                    )
+                    continue
+                fix = operator_fix(code, self._channel, err.response.get("needed"))
+                problems.append(fix or f"{key}: Slack answered {code} for user {user}.")
+                if fix is not None:  # the same for every person: said once
+                    break
+                continue
+            if found.get("deleted"):
+                problems.append(f"{key}: Slack user {user} is deactivated; remove or replace it.")
         return problems
 
     # -- requests ----------------------------------------------------------------------------

@@ -133,8 +133,9 @@ def build_platform(config: Config, name: str) -> Platform:
     return DiscordPlatform.from_config(config)
 
 
-def platforms_chat(platforms: Sequence[Platform]) -> Chat:
-    """One release channel over every platform's: a message shows on each."""
+def platforms_chat(platforms: Sequence[Platform]) -> FanoutChat:
+    """One release channel over every platform's: a message shows on each. Its ``health``
+    records a channel that refuses posts (give it to the gate's metrics for ``/healthz``)."""
     return FanoutChat([(p.name, p.chat) for p in platforms])
 
 

@@ -299,9 +299,9 @@ async def test_a_claim_made_on_slack_shows_in_the_discord_summary_and_back(
     # Imported here: Slack's adapter and its mock are another module's; if they break, this
     # test fails and the rest of the Discord suite still runs.
     from adapters.slack import SlackPlatform
-    from tests.slack.mock_web_api import MockSlack
+    from tests.slack.conftest import release_workspace
 
-    mock_slack = MockSlack()
+    mock_slack = release_workspace()
     await mock_slack.start()
     slack = SlackPlatform(
         bot_token="xoxb-relbot-test",
