@@ -31,6 +31,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.platform import ChannelRefused
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.domain.plan import PublishPlan
@@ -38,7 +39,6 @@ from bot.domain.readiness import Readiness, RoleReadiness
 from bot.errors import ConfigError, RelbotError
 from bot.gate import Gate
 from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
-from adapters.platform import ChannelRefused
 from bot.render import count, role_line, size_text, when
 
 log = logging.getLogger(__name__)
