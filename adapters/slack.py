@@ -275,10 +275,11 @@ class SlackPlatform:
         """Connect (Socket Mode) or listen (HTTP mode); returns once commands can arrive."""
         self._gate = gate
         if self.mode == "socket":
+            # The SDK would retry a refused app token forever, with a traceback every 10 s:
+            # ask apps.connections.open here first, with backoff and one line per attempt.
+            # Then the SDK asks for its own URL through the same client (``api_url``).
+            await self._reach_socket_mode()
             self._socket = AsyncSocketModeHandler(self.app, self._app_token)
-            # The SDK would retry forever with a traceback every 10 s: get the socket's URL
-            # here, with backoff and one line per attempt, then let the SDK connect to it.
-            self._socket.client.wss_uri = await self._socket_url()
             await self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
             return
         server = web.Application()
@@ -291,14 +292,14 @@ class SlackPlatform:
         self.port = int(bound[1])
         log.info("slack: listening on http://%s:%d%s", self.host, self.port, EVENTS_PATH)
 
-    async def _socket_url(self) -> str:
-        """A Socket Mode URL (``apps.connections.open``), retried while Slack cannot be
+    async def _reach_socket_mode(self) -> None:
+        """Wait until ``apps.connections.open`` answers, retried while Slack cannot be
         reached. Raises ConfigError when Slack refuses the app token."""
         backoff = Backoff(f"slack: reaching {self._api_url}")
         while True:
             try:
-                response = await self._client.apps_connections_open(app_token=self._app_token or "")
-                return str(response["url"])
+                await self._client.apps_connections_open(app_token=self._app_token or "")
+                return
             except SlackApiError as err:
                 raise ConfigError(
                     f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "

@@ -530,6 +530,9 @@ async def test_socket_mode_acknowledges_each_envelope_and_acts_once_on_a_redeliv
 
     (answer,) = mock_slack.responses(name)
     assert answer["text"] == f"{TAG} is on hold; nothing is published until /unhold {TAG}."
+    # The SDK found the socket itself, through apps.connections.open at api_url (after
+    # relbot's own first call, which waits for Slack with backoff).
+    assert [c.method for c in mock_slack.calls[:2]] == ["apps.connections.open"] * 2
     notices = [
         c.body["text"] for c in mock_slack.ok("chat.postMessage") if not c.body.get("blocks")
     ]
