@@ -396,6 +396,11 @@ class DiscordPlatform:
     def chat(self) -> DiscordChat:
         return self._chat
 
+    @property
+    def command_names(self) -> list[str]:
+        """The slash commands relbot registers in the server, without ``/``."""
+        return [c.name for c in self._tree.get_commands(guild=self._guild)]
+
     async def start(self, gate: Gate) -> None:
         """Connect and return once Discord says READY; raises DiscordError (naming the key to
         fix) when the token is refused or Discord cannot be reached."""

@@ -32,6 +32,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.platform import ChannelRefused
+from adapters.slack_commands import Renamer, command_names
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.domain.plan import PublishPlan
@@ -48,20 +49,9 @@ EVENTS_PATH = "/slack/events"
 DEFAULT_API_URL = "https://slack.com/api/"
 PUBLISH_ACTION = "relbot_publish"
 
-# Slash command → the verb the gate understands. Slack reserves /help for itself.
-COMMANDS: dict[str, str] = {
-    "/ready": "/ready",
-    "/unready": "/unready",
-    "/status": "/status",
-    "/hold": "/hold",
-    "/unhold": "/unhold",
-    "/publish": "/publish",
-    "/respin": "/respin",
-    "/waive": "/waive",
-    "/unwaive": "/unwaive",
-    "/abort": "/abort",
-    "/relbot-help": "/help",
-}
+# Slash command → the verb the gate understands, without a command prefix (Slack reserves
+# /help: it is /relbot-help).
+COMMANDS: dict[str, str] = command_names()
 # Answers to questions stay with whoever asked; changes are shown to the channel.
 _QUESTIONS = frozenset({"/status", "/help"})
 
@@ -114,27 +104,34 @@ class SlackChat:
     ``chat.update`` later edits (the readiness summary is edited in place)."""
 
     def __init__(
-        self, client: AsyncWebClient, channel: str, people: Mapping[str, str] | None = None
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        people: Mapping[str, str] | None = None,
+        rename: Renamer | None = None,
     ) -> None:
         self._client = client
         self._channel = channel
         self._people = dict(people or {})  # person → Slack user ID, for mentions
+        self._rename = rename or Renamer()  # the commands by their names on this workspace
+
+    def _payload(self, message: ChannelMessage) -> dict[str, Any]:
+        payload: dict[str, Any] = self._rename.payload(channel_payload(message, self._people))
+        return payload
 
     async def post(self, message: ChannelMessage) -> str:
         """Post ``message``; returns its ``ts``. Raises :class:`ChannelRefused` when Slack
         refuses for a reason the operator must fix, ``SlackApiError`` for any other refusal."""
         with operator_fixes(self._channel):
             response = await self._client.chat_postMessage(
-                channel=self._channel, **channel_payload(message, self._people)
+                channel=self._channel, **self._payload(message)
             )
         return str(response["ts"])
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace the message posted as ``ref``; raises as :meth:`post` does."""
         with operator_fixes(self._channel):
-            await self._client.chat_update(
-                channel=self._channel, ts=ref, **channel_payload(message, self._people)
-            )
+            await self._client.chat_update(channel=self._channel, ts=ref, **self._payload(message))
 
 
 # Slack's errors that every later call would get too, until the operator acts.
@@ -207,6 +204,7 @@ class SlackPlatform:
         api_url: str = DEFAULT_API_URL,
         remembered_deliveries: int = 2048,
         people: Mapping[str, str] | None = None,
+        command_prefix: str = "",
     ) -> None:
         if mode == "socket" and not app_token:
             raise ConfigError("slack.app_token_env: Socket Mode needs an app-level token.")
@@ -226,7 +224,9 @@ class SlackPlatform:
         ]
         self._channel = channel
         self._people = dict(people or {})  # person → Slack user ID
-        self._chat = SlackChat(self._client, channel, people)
+        self.commands = command_names(command_prefix)  # slash command → the gate's verb
+        self._rename = Renamer(command_prefix)
+        self._chat = SlackChat(self._client, channel, people, self._rename)
         self._seen = SeenDeliveries(remembered_deliveries)
         self._gate: Gate | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -240,7 +240,7 @@ class SlackPlatform:
         )
         _quiet_retries(self.app.logger)
         self.app.middleware(self._once)
-        for command in COMMANDS:
+        for command in self.commands:
             self.app.command(command)(self._on_command)
         self.app.action(PUBLISH_ACTION)(self._on_publish_click)
 
@@ -265,6 +265,7 @@ class SlackPlatform:
             port=settings.port,
             api_url=settings.api_url,
             people={name: p.slack for name, p in config.people.items() if p.slack},
+            command_prefix=settings.command_prefix,
         )
 
     @property
@@ -442,12 +443,10 @@ class SlackPlatform:
     ) -> None:
         self._track()
         await ack()  # Slack wants an answer within 3 s; the gate may take longer
-        verb = COMMANDS[command["command"]]
+        verb = self.commands[command["command"]]
         text = unescape(str(command.get("text") or "")).strip()
         line = f"{verb} {text}" if text else verb
         reply = await self._ask(str(command["user_id"]), line)
-        if verb == "/help":  # Slack keeps /help for itself: name the command that works here
-            reply = Reply(reply.text.replace("/help", "/relbot-help"), reply.tone)
         public = not reply.private and reply.confirm is None and verb not in _QUESTIONS
         await self._respond(respond, reply_payload(reply), public=public)
 
@@ -494,6 +493,7 @@ class SlackPlatform:
         public: bool = False,
         replace: bool = False,
     ) -> None:
+        payload = self._rename.payload(payload)  # the commands as typed on this workspace
         response = await respond(
             text=payload["text"],
             blocks=payload.get("blocks"),

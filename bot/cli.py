@@ -20,6 +20,7 @@ from bot.app import (
     build_platform,
     build_registry,
     build_storage,
+    slack_manifest,
 )
 from bot.config import Config, load_config
 from bot.domain.tags import ReleaseTag
@@ -112,6 +113,14 @@ def _parser() -> argparse.ArgumentParser:
         "health", parents=[common], help="exit 0 if the running bot's /healthz answers 200"
     )
     health.set_defaults(func=_probe_health)
+
+    slack = sub.add_parser(
+        "slack-manifest", parents=[common], help="the Slack app manifest for the config"
+    )
+    slack.add_argument(
+        "--url", help="HTTP mode: where Slack sends commands (https://HOST/slack/events)"
+    )
+    slack.set_defaults(func=_slack_manifest)
     return parser
 
 
@@ -248,6 +257,12 @@ def _check(config: Config, args: argparse.Namespace) -> int:
 
 
 _NOBODY = "people: the config names nobody; add a [people.NAME] table."
+
+
+def _slack_manifest(config: Config, args: argparse.Namespace) -> int:
+    """Print the Slack app manifest: the command names and mode of ``[slack]``."""
+    print(slack_manifest(config, args.url), end="")
+    return 0
 
 
 def _probe_health(config: Config, args: argparse.Namespace) -> int:
