@@ -95,6 +95,28 @@ class DiscordChat:
                 raise
             raise self._refused(err) from err
 
+    async def probe(self) -> str | None:
+        """Whether a post would go through now, from what the gateway says of the channel
+        and the bot's roles: None, the sentence with the fix, or "" when not connected."""
+        if not self._client.is_ready():
+            return ""
+        channel = self._client.get_channel(self._channel)
+        if not isinstance(channel, discord.abc.GuildChannel):
+            try:  # not in the gateway's cache: ask
+                await self._client.fetch_channel(self._channel)
+            except discord.NotFound:
+                return channel_unknown(self._channel)
+            except discord.Forbidden:
+                return channel_not_allowed(self._channel, "it cannot see the channel")
+            except (discord.HTTPException, aiohttp.ClientError, OSError):
+                return ""
+            return ""  # visible but not cached yet: the next post will tell
+        granted = channel.permissions_for(channel.guild.me).value
+        missing = [name for name, bit in NEEDED.items() if granted & bit != bit]
+        if missing:
+            return channel_not_allowed(self._channel, "it lacks " + ", ".join(missing))
+        return None
+
     def _refused(self, err: discord.HTTPException) -> ChannelRefused:
         if err.code == UNKNOWN_CHANNEL:
             return ChannelRefused(channel_unknown(self._channel))

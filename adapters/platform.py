@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.channel_health import ChannelHealth
 from bot.errors import RelbotError
@@ -48,6 +48,16 @@ class Platform(Protocol):
         ...
 
 
+@runtime_checkable
+class ProbedChat(Protocol):
+    """A release channel that can tell whether it would take a post now."""
+
+    async def probe(self) -> str | None:
+        """None when a post would go through; else why not, as :class:`ChannelRefused` says;
+        "" when it cannot tell (the platform cannot be reached)."""
+        ...
+
+
 class FanoutChat:
     """Posts to every platform's channel; a message reference holds one per platform.
 
@@ -59,6 +69,9 @@ class FanoutChat:
     def __init__(self, chats: Sequence[tuple[str, Chat]], health: ChannelHealth | None = None):
         self._chats = list(chats)
         self.health = health or ChannelHealth()
+        for name, chat in self._chats:
+            if isinstance(chat, ProbedChat):
+                self.health.watch(name, chat.probe)
 
     async def post(self, message: ChannelMessage) -> str:
         refs = await asyncio.gather(

@@ -133,6 +133,22 @@ class SlackChat:
         with operator_fixes(self._channel):
             await self._client.chat_update(channel=self._channel, ts=ref, **self._payload(message))
 
+    async def probe(self) -> str | None:
+        """Whether a post would go through now (``conversations.info``): None, the sentence
+        with the fix, or "" when Slack cannot be reached."""
+        try:
+            answer = await self._client.conversations_info(channel=self._channel)
+        except SlackApiError as err:
+            return operator_fix(_error_code(err), self._channel, err.response.get("needed")) or ""
+        except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError):
+            return ""
+        channel = answer.get("channel") or {}
+        if channel.get("is_archived"):
+            return operator_fix("is_archived", self._channel)
+        if not channel.get("is_member"):
+            return operator_fix("not_in_channel", self._channel)
+        return None
+
 
 # Slack's errors that every later call would get too, until the operator acts.
 _TOKEN_REFUSED = frozenset(

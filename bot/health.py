@@ -49,6 +49,7 @@ class HealthServer:
         now, m = time.time(), self._metrics
         since = now - (m.last_successful_scan or m.started)
         fresh = since <= self._stale_after
+        await m.channels.recheck()  # a channel fixed since shows as fixed
         refused = m.channels.problems
         healthy = fresh and not refused
         body: dict[str, object] = {

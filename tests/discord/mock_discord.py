@@ -169,6 +169,11 @@ class MockDiscord:
         overwrite = {"id": str(self.guild), "type": 0, "allow": "0", "deny": str(permissions)}
         self.overwrites.append(overwrite)
 
+    async def channel_updated(self) -> None:
+        """Tell the connected bots the channel changed (its overwrites), as Discord does."""
+        for socket in [s for s in self._sockets if s.identified and not s.ws.closed]:
+            await self._dispatch(socket, "CHANNEL_UPDATE", self._channel_payload())
+
     def permissions(self, user: str) -> int:
         """``user``'s permissions in the channel: the server's roles, then the channel's
         overwrites for @everyone, for their roles, for them (Discord's documented order)."""
@@ -349,13 +354,7 @@ class MockDiscord:
     async def _get_guild(self, request: web.Request, body: Any) -> web.Response:
         if int(request.match_info["guild"]) != self.guild or str(BOT_ID) not in self.members:
             return _json(_MISSING_ACCESS_BODY, status=403)
-        roles = [
-            {"id": role, "name": "@everyone" if role == str(self.guild) else f"role-{role}",
-             "permissions": str(bits), "position": 0, "managed": False, "mentionable": False,
-             "hoist": False, "color": 0, "flags": 0}
-            for role, bits in self.roles.items()
-        ]  # fmt: skip
-        return _json({**self._guild_payload(), "roles": roles})
+        return _json(self._guild_payload())
 
     async def _get_member(self, request: web.Request, body: Any) -> web.Response:
         if int(request.match_info["guild"]) != self.guild or str(BOT_ID) not in self.members:
@@ -363,8 +362,18 @@ class MockDiscord:
         user = request.match_info["user"]
         if user not in self.members:
             return _json({"message": "Unknown Member", "code": 10007}, status=404)
-        member = {"user": _user(user, f"user{user[-4:]}"), "roles": self.members[user]}
-        return _json({**member, "joined_at": TIMESTAMP, "deaf": False, "mute": False, "flags": 0})
+        return _json(self._member(user))
+
+    def _member(self, user: str) -> dict[str, Any]:
+        shown = self._bot_user() if user == str(BOT_ID) else _user(user, f"user{user[-4:]}")
+        return {
+            "user": shown,
+            "roles": self.members[user],
+            "joined_at": TIMESTAMP,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+        }
 
     def _channel_refusal(self, channel: int, needed: int) -> web.Response | None:
         """Discord's answer when the bot may not do ``needed`` in ``channel`` (None: it may)."""
@@ -519,7 +528,20 @@ class MockDiscord:
             "name": "Python release team",
             "icon": None,
             "owner_id": "1",
-            "roles": [],
+            "roles": [
+                {
+                    "id": role,
+                    "name": "@everyone" if role == str(self.guild) else f"role-{role}",
+                    "permissions": str(bits),
+                    "position": 0,
+                    "managed": False,
+                    "mentionable": False,
+                    "hoist": False,
+                    "color": 0,
+                    "flags": 0,
+                }
+                for role, bits in self.roles.items()
+            ],
             "emojis": [],
             "stickers": [],
             "features": [],
@@ -527,7 +549,7 @@ class MockDiscord:
             "large": False,
             "unavailable": False,
             "joined_at": TIMESTAMP,
-            "members": [],
+            "members": [self._member(str(BOT_ID))] if str(BOT_ID) in self.members else [],
             "channels": [self._channel_payload()],
             "threads": [],
             "voice_states": [],

@@ -28,6 +28,7 @@ from tests.discord.mock_discord import (
     MockDiscord,
 )
 from tests.sshd import free_port
+from tests.waiting import wait_until
 
 TAG = "3.14.1"
 RELBOT = Path(sys.executable).with_name("relbot")
@@ -161,12 +162,47 @@ async def test_a_channel_the_bot_may_not_post_in_is_one_log_line_and_a_degraded_
         await server.stop()
 
     assert (status, body["status"]) == (503, "degraded")
-    assert body["channels"]["discord"].startswith(
-        f"discord.channel: Discord does not let the bot post in channel {CHANNEL} (Missing "
-        "Permissions); "
-    )
+    # The post was refused with "Missing Permissions"; /healthz asked which ones.
+    assert body["channels"] == {
+        "discord": f"discord.channel: Discord does not let the bot post in channel {CHANNEL} "
+        f"(it lacks Send Messages, Embed Links); {NOT_ALLOWED}"
+    }
     lines = [r for r in caplog.records if r.name == "adapters.platform" and r.levelno >= 30]
     assert [(r.levelname, r.exc_info) for r in lines] == [("ERROR", None), ("WARNING", None)]
     assert (healed_status, healed["status"]) == (200, "ok")
     posted = [m["content"] for m in mock_discord.channel_messages.values()]
     assert f"steve lifted the hold on {TAG}." in posted
+
+
+async def test_permissions_fixed_show_as_fixed_in_healthz_before_the_next_post(
+    dworld: DiscordWorld, mock_discord: MockDiscord
+) -> None:
+    mock_discord.deny_in_channel(VIEW_CHANNEL)
+    platform = dworld.platform()
+    chat = FanoutChat([("discord", platform.chat)])
+    chat.health.recheck_after = 0  # every /healthz looks again
+    dworld.chat = chat  # type: ignore[assignment]  # World records by default
+    gate = dworld.start()
+    gate.metrics.channels = chat.health
+    port = free_port()
+    server = HealthServer(gate.metrics, 30, port)
+    await server.start()
+    await platform.start(gate)
+    try:
+        dworld.stage(TAG)
+        await gate.handle("discord", STEVE, f"/hold {TAG}")
+        status, body = await asyncio.to_thread(healthz, port)
+        posted = len(mock_discord.calls_to("POST", f"/channels/{CHANNEL}/messages"))
+
+        mock_discord.overwrites.clear()  # the operator let the bot see the channel again
+        await mock_discord.channel_updated()
+        await asyncio.to_thread(
+            wait_until, "/healthz to answer 200", lambda: healthz(port)[0] == 200
+        )
+    finally:
+        await platform.stop()
+        await server.stop()
+
+    assert (status, body["status"]) == (503, "degraded")
+    assert "it lacks View Channel" in body["channels"]["discord"]
+    assert len(mock_discord.calls_to("POST", f"/channels/{CHANNEL}/messages")) == posted

@@ -94,6 +94,7 @@ class MockSlack:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # slack_sdk reads with GET
         app.router.add_post("/respond/{id}", self._respond)
         app.router.add_get("/socket", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
@@ -298,6 +299,8 @@ def block_problem(blocks: object) -> str | None:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     if request.content_type == "application/json":
         data = await request.json()
         return dict(data) if isinstance(data, dict) else {}

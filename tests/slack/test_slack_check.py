@@ -220,3 +220,37 @@ async def test_a_channel_without_the_bot_is_one_log_line_and_a_degraded_healthz_
     assert lines[1].message == "slack: the release channel takes the bot's posts again"
     assert (healed_status, healed["status"], "channels" in healed) == (200, "ok", False)
     assert mock_slack.ok("chat.postMessage"), "the notice after the invitation was posted"
+
+
+async def test_a_channel_fixed_shows_as_fixed_in_healthz_before_the_next_post(
+    tmp_path: Path, mock_slack: MockSlack
+) -> None:
+    mock_slack.channels[CHANNEL].members.discard(BOT_USER)
+    platform = platform_on(mock_slack)
+    chat = FanoutChat([("slack", platform.chat)])
+    chat.health.recheck_after = 0  # every /healthz asks Slack again
+    world = SlackWorld(tmp_path, chat)
+    world.storage.release.set()
+    world.gate.metrics.channels = chat.health
+    port = free_port()
+    server = HealthServer(world.gate.metrics, 30, port)
+    await server.start()
+    await platform.start(world.gate)
+    ws = Workspace(mock_slack, platform, world)
+    try:
+        world.stage(TAG)
+        await ws.answer(await ws.command(STEVE, "/hold", TAG))
+        degraded = await asyncio.to_thread(healthz, port)
+        posts = len(mock_slack.calls)
+
+        mock_slack.channels[CHANNEL].members.add(BOT_USER)
+        fixed = await asyncio.to_thread(healthz, port)
+    finally:
+        await platform.stop()
+        await server.stop()
+        world.store.close()
+
+    assert degraded[0] == 503 and "slack" in degraded[1]["channels"]
+    assert fixed == (200, {**fixed[1], "status": "ok"}) and "channels" not in fixed[1]
+    asked = [c.method for c in mock_slack.calls[posts:]]
+    assert asked == ["conversations.info"], "only a probe, no post, since the invitation"
