@@ -67,6 +67,11 @@ class ChannelHealth:
                 self._problems[platform] = problem
 
     @property
+    def platforms(self) -> list[str]:
+        """Every platform watched or refusing, sorted (the series of ``/metrics``)."""
+        return sorted({*self._probes, *self._problems})
+
+    @property
     def problems(self) -> dict[str, str]:
         """Platform → why its channel refuses posts, for every platform that does."""
         return dict(self._problems)

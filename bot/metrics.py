@@ -135,8 +135,9 @@ class _Counters(Collector):
             "1 while the platform's release channel refuses the bot's posts (see /healthz).",
             labels=["platform"],
         )
-        for name in sorted(m.channels.problems):
-            refusing.add_metric([name], 1)
+        refused = m.channels.problems
+        for name in m.channels.platforms:
+            refusing.add_metric([name], 1 if name in refused else 0)
         yield refusing
 
 

@@ -167,6 +167,11 @@ async def test_relbot_check_reports_the_channel_and_the_person_against_the_doubl
     assert not any(HUGO in line for line in reported)
 
 
+def metrics(port: int) -> list[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        return str(answer.read().decode()).splitlines()
+
+
 def healthz(port: int) -> tuple[int, dict[str, Any]]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
@@ -197,10 +202,17 @@ async def test_a_channel_without_the_bot_is_one_log_line_and_a_degraded_healthz_
             await ws.answer(await ws.command(STEVE, verb, text))
         status, body = await asyncio.to_thread(healthz, port)
         refused = [c for c in mock_slack.calls if c.error == "not_in_channel"]
+        gauge = "relbot_channel_refusing"
+        while_refused = [
+            line for line in await asyncio.to_thread(metrics, port) if line.startswith(gauge)
+        ]
 
         mock_slack.channels[CHANNEL].members.add(BOT_USER)  # someone typed /invite @relbot
         await ws.answer(await ws.command(STEVE, "/unhold", TAG))
         healed_status, healed = await asyncio.to_thread(healthz, port)
+        once_fixed = [
+            line for line in await asyncio.to_thread(metrics, port) if line.startswith(gauge)
+        ]
     finally:
         await platform.stop()
         await server.stop()
@@ -219,6 +231,8 @@ async def test_a_channel_without_the_bot_is_one_log_line_and_a_degraded_healthz_
     assert "refuses the bot's posts: slack.channel: the bot is not a member" in lines[0].message
     assert lines[1].message == "slack: the release channel takes the bot's posts again"
     assert (healed_status, healed["status"], "channels" in healed) == (200, "ok", False)
+    assert while_refused == ['relbot_channel_refusing{platform="slack"} 1.0']
+    assert once_fixed == ['relbot_channel_refusing{platform="slack"} 0.0']
     assert mock_slack.ok("chat.postMessage"), "the notice after the invitation was posted"
 
 
