@@ -5,7 +5,9 @@ Clones this checkout's HEAD into a temporary folder and runs `make run` there wi
 uv's caches point at empty folders, so every package is downloaded; "warm": a second fresh
 clone with the caches the cold run filled. Prints a table; not a test.
 
-    python bench/first_answer_bench.py [--runs 1]
+    python bench/first_answer_bench.py [--runs 1] [--rev COMMIT]
+
+``--rev`` measures another commit of this repository (an older Makefile, say) the same way.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 ANSWER = "3.14.1: "  # the summary's headline answers /status 3.14.1
 
 
-def first_answer(caches: Path) -> tuple[float, float]:
+def first_answer(caches: Path, rev: str | None = None) -> tuple[float, float]:
     """(seconds to the installed relbot, seconds to the first answer) of one fresh clone."""
     with tempfile.TemporaryDirectory(prefix="relbot-clone-") as folder:
         clone = Path(folder) / "relbot"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        if rev is not None:
+            subprocess.run(["git", "checkout", "--quiet", rev], cwd=clone, check=True)
         env = {
             **{k: v for k, v in os.environ.items() if k not in ("RELBOT_CONFIG", "VIRTUAL_ENV")},
             "PIP_CACHE_DIR": str(caches / "pip"),
@@ -63,15 +67,16 @@ def first_answer(caches: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1, help="cold and warm runs each")
+    parser.add_argument("--rev", help="the commit to measure (default: HEAD)")
     args = parser.parse_args()
     rows = []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="relbot-caches-") as caches:
-            rows.append(("cold", *first_answer(Path(caches))))
-            rows.append(("warm", *first_answer(Path(caches))))
+            rows.append(("cold", *first_answer(Path(caches), args.rev)))
+            rows.append(("warm", *first_answer(Path(caches), args.rev)))
     print(
-        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load average {os.getloadavg()[0]:.1f} at the end"
+        f"{args.rev or 'HEAD'} on {platform.node()}: {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end"
     )
     print(f"{'case':<6} {'installed (s)':>14} {'first answer (s)':>17}")
     for case, installed, answered in rows:
