@@ -2,22 +2,38 @@
 # installs only what running needs.
 # `make test`: adds what the tests need (test extras, openssh-server, systemd, chromium), then
 # lints, type-checks and runs the tests.
+# Both install exactly the versions in uv.lock, each file checked against its hash: uv (from
+# PyPI, itself pinned with hashes in deploy/requirements-uv.txt) reads the lock.
+# `make lock` updates uv.lock and the files made from it; `make deploy` installs into /opt/relbot.
 
 VENV ?= .venv
 PYTHON ?= python3
+PREFIX ?= /opt/relbot
 BIN := $(VENV)/bin
+UV := $(BIN)/uv
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: run test install system-deps lint bench mutants
+# uv syncs this virtualenv with the interpreter it was made with, and never downloads a Python.
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+export UV_PYTHON_DOWNLOADS := never
+SYNC := $(UV) sync --quiet --frozen --inexact --python $(BIN)/python
 
-$(BIN)/relbot: pyproject.toml
+.PHONY: run test install system-deps lint bench lock deploy mutants
+
+$(UV): deploy/requirements-uv.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet --require-hashes -r deploy/requirements-uv.txt
 	touch $@
 
-# The test tools (pytest, mypy, ruff, hypothesis, hadolint) on top of what running needs.
+# What running needs, as locked, and relbot itself (editable; again when its version changes).
+# --inexact: uv stays installed.
+$(BIN)/relbot: pyproject.toml uv.lock bot/__init__.py $(UV)
+	$(SYNC)
+	touch $@
+
+# The test tools (pytest, mypy, ruff, hypothesis, hadolint, selenium) on top, as locked.
 $(VENV)/.test-extras: $(BIN)/relbot
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(SYNC) --extra test
 	touch $@
 
 install: $(VENV)/.test-extras
@@ -52,8 +68,23 @@ bench: install system-deps
 # The mutation score of the rules (not part of `make test`: tens of minutes on 2 cores; mutmut
 # keeps its results in mutants/ and a second run re-tests only what changed).
 $(VENV)/.mutation-extras: $(VENV)/.test-extras
-	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	$(SYNC) --extra test --extra mutation
 	touch $@
 
 mutants: $(VENV)/.mutation-extras system-deps
 	$(BIN)/python bench/mutation_score.py
+
+# After a change to the dependencies in pyproject.toml: a new uv.lock, and the hashed
+# requirements that the Docker image and `make deploy` install with pip alone.
+lock: $(UV)
+	$(UV) lock
+	$(UV) export --frozen --no-dev --group build --no-emit-project --format requirements-txt \
+	  -o deploy/requirements.txt
+
+# relbot for the systemd unit: a virtualenv in $(PREFIX) with exactly the locked versions
+# (hashes checked, by pip alone), then relbot built with the locked setuptools.
+deploy:
+	$(PYTHON) -m venv $(PREFIX)
+	$(PREFIX)/bin/pip install --quiet --require-hashes --no-deps -r deploy/requirements.txt
+	$(PREFIX)/bin/pip install --quiet --no-deps --no-build-isolation .
+	$(PREFIX)/bin/relbot --version

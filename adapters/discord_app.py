@@ -27,6 +27,7 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from adapters.platform import ChannelRefused
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config, DiscordConfig
 from bot.domain.readiness import Readiness
@@ -76,17 +77,74 @@ class DiscordChat:
         self._people = dict(people or {})  # person → Discord user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
-        sent = await self._messageable().send(**_channel_payload(message, self._people))
+        """Post ``message``; returns its ID. Raises :class:`ChannelRefused` when Discord
+        refuses for a reason the operator must fix (403, or an unknown channel)."""
+        try:
+            sent = await self._messageable().send(**_channel_payload(message, self._people))
+        except (discord.Forbidden, discord.NotFound) as err:
+            raise self._refused(err) from err
         return str(sent.id)
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
+        """Replace the message posted as ``ref``; raises as :meth:`post` does."""
         payload = _channel_payload(message, self._people)
-        await self._messageable().get_partial_message(int(ref)).edit(**payload)
+        try:
+            await self._messageable().get_partial_message(int(ref)).edit(**payload)
+        except (discord.Forbidden, discord.NotFound) as err:
+            if err.code == UNKNOWN_MESSAGE:  # someone deleted the summary: not the operator's
+                raise
+            raise self._refused(err) from err
+
+    async def probe(self) -> str | None:
+        """Whether a post would go through now, from what the gateway says of the channel
+        and the bot's roles: None, the sentence with the fix, or "" when not connected."""
+        if not self._client.is_ready():
+            return ""
+        channel = self._client.get_channel(self._channel)
+        if not isinstance(channel, discord.abc.GuildChannel):
+            try:  # not in the gateway's cache: ask
+                await self._client.fetch_channel(self._channel)
+            except discord.NotFound:
+                return channel_unknown(self._channel)
+            except discord.Forbidden:
+                return channel_not_allowed(self._channel, "it cannot see the channel")
+            except (discord.HTTPException, aiohttp.ClientError, OSError):
+                return ""
+            return ""  # visible but not cached yet: the next post will tell
+        granted = channel.permissions_for(channel.guild.me).value
+        missing = [name for name, bit in NEEDED.items() if granted & bit != bit]
+        if missing:
+            return channel_not_allowed(self._channel, "it lacks " + ", ".join(missing))
+        return None
+
+    def _refused(self, err: discord.HTTPException) -> ChannelRefused:
+        if err.code == UNKNOWN_CHANNEL:
+            return ChannelRefused(channel_unknown(self._channel))
+        return ChannelRefused(channel_not_allowed(self._channel, str(err.text or err.status)))
 
     def _messageable(self) -> discord.PartialMessageable:
         if not self._client.is_ready():
             raise DiscordError("Discord is not connected yet; the message was not posted.")
         return self._client.get_partial_messageable(self._channel)
+
+
+UNKNOWN_CHANNEL, UNKNOWN_MESSAGE = 10003, 10008  # Discord's JSON error codes
+# What the bot needs in the release channel: see it, post, and show the summary's embed.
+NEEDED = {"View Channel": 1 << 10, "Send Messages": 1 << 11, "Embed Links": 1 << 14}
+
+
+def channel_unknown(channel: int) -> str:
+    return (
+        f"discord.channel: Discord has no channel {channel}; copy its ID again (Developer "
+        "Mode, right-click the channel, Copy Channel ID)."
+    )
+
+
+def channel_not_allowed(channel: int, why: str) -> str:
+    return (
+        f"discord.channel: Discord does not let the bot post in channel {channel} ({why}); "
+        "give its role View Channel, Send Messages and Embed Links there (docs/discord.md)."
+    )
 
 
 def _channel_payload(message: ChannelMessage, people: Mapping[str, str]) -> dict[str, Any]:
@@ -359,6 +417,7 @@ class DiscordPlatform:
             gateway_log.addFilter(OneLineRetries("Attempting a reconnect"))
         for command in self._commands():
             self._tree.add_command(command, guild=self._guild)
+        self._people = dict(people or {})  # person → Discord user ID
         self._chat = DiscordChat(self._client, settings.channel, people)
 
     @classmethod
@@ -376,6 +435,11 @@ class DiscordPlatform:
     @property
     def chat(self) -> DiscordChat:
         return self._chat
+
+    @property
+    def command_names(self) -> list[str]:
+        """The slash commands relbot registers in the server, without ``/``."""
+        return [c.name for c in self._tree.get_commands(guild=self._guild)]
 
     async def start(self, gate: Gate) -> None:
         """Connect and return once Discord says READY; raises DiscordError (naming the key to
@@ -445,34 +509,71 @@ class DiscordPlatform:
             self._previous = None
 
     def check(self) -> list[str]:
-        """The token accepted and the release channel visible in the configured server."""
+        """What would fail on release day, each with the fix: the token refused, the bot not
+        in the server, the channel unknown or elsewhere, a permission the bot lacks there,
+        a person's ID that is no member of the server. Blocking (run in a thread)."""
         headers = {"Authorization": f"Bot {self._token}", "User-Agent": "DiscordBot relbot"}
-        settings = self._settings
         try:
             with httpx.Client(base_url=self._api + "/", headers=headers, timeout=10) as http:
-                me = http.get("users/@me")
-                if me.status_code == 401:
-                    return [
-                        f"discord.token_env: Discord refused the token in {settings.token_env}; "
-                        "copy it again from the Developer Portal (Bot, Reset Token)."
-                    ]
-                me.raise_for_status()
-                channel = http.get(f"channels/{settings.channel}")
+                return self._check(http)
         except httpx.HTTPError as err:
             return [f"discord.api_url: cannot reach {self._api}: {err}."]
-        if channel.status_code in (403, 404):
+
+    def _check(self, http: httpx.Client) -> list[str]:
+        settings = self._settings
+        me = http.get("users/@me")
+        if me.status_code == 401:
             return [
-                f"discord.channel: the bot cannot see channel {settings.channel}; invite it "
-                "to the server and let it view and post in that channel (docs/discord.md)."
+                f"discord.token_env: Discord refused the token in {settings.token_env}; "
+                "copy it again from the Developer Portal (Bot, Reset Token)."
             ]
+        me.raise_for_status()
+        guild = http.get(f"guilds/{settings.guild}")
+        bot = http.get(f"guilds/{settings.guild}/members/{me.json()['id']}")
+        if guild.status_code in (403, 404) or bot.status_code in (403, 404):
+            return [
+                f"discord.guild: the bot is not in server {settings.guild}; invite it with the "
+                "scopes bot and applications.commands (docs/discord.md)."
+            ]
+        guild.raise_for_status()
+        bot.raise_for_status()
+        channel = http.get(f"channels/{settings.channel}")
+        problems = self._check_channel(channel, guild.json(), bot.json())
+        for person, user in self._people.items():
+            member = http.get(f"guilds/{settings.guild}/members/{user}")
+            if member.status_code in (400, 404):  # 400: not even an ID
+                problems.append(
+                    f"people.{person}.discord: user {user} is not a member of server "
+                    f"{settings.guild}; copy their ID (Developer Mode, right-click them, Copy "
+                    "User ID), or invite them to the server."
+                )
+            elif member.status_code != 200:
+                problems.append(
+                    f"people.{person}.discord: Discord answered {member.status_code} for user "
+                    f"{user}."
+                )
+        return problems
+
+    def _check_channel(
+        self, channel: httpx.Response, guild: dict[str, Any], bot: dict[str, Any]
+    ) -> list[str]:
+        settings = self._settings
+        if channel.status_code == 404:
+            return [channel_unknown(settings.channel)]
+        if channel.status_code == 403:
+            return [channel_not_allowed(settings.channel, "it cannot see the channel")]
         if channel.status_code != 200:
             return [f"discord.channel: Discord answered {channel.status_code} for the channel."]
-        guild = channel.json().get("guild_id")
-        if guild != str(settings.guild):
+        found = channel.json()
+        if found.get("guild_id") != str(settings.guild):
             return [
-                f"discord.channel: channel {settings.channel} is in server {guild}, not in "
-                f"discord.guild = {settings.guild}."
+                f"discord.channel: channel {settings.channel} is in server "
+                f"{found.get('guild_id')}, not in discord.guild = {settings.guild}."
             ]
+        granted = channel_permissions(guild, bot, found)
+        missing = [name for name, bit in NEEDED.items() if granted & bit != bit]
+        if missing:
+            return [channel_not_allowed(settings.channel, "it lacks " + ", ".join(missing))]
         return []
 
     # -- wiring (called by the client) ---------------------------------------------------------
@@ -695,6 +796,35 @@ class DiscordPlatform:
             announce,
             help_,
         ]
+
+
+def channel_permissions(
+    guild: Mapping[str, Any], member: Mapping[str, Any], channel: Mapping[str, Any]
+) -> int:
+    """A member's permission bits in a channel, as Discord computes them: @everyone's and the
+    member's roles, then the channel's overwrites for @everyone, the member's roles and the
+    member (https://discord.com/developers/docs/topics/permissions)."""
+    everyone = str(guild["id"])
+    roles = {str(r["id"]): int(r["permissions"]) for r in guild.get("roles", [])}
+    mine = [str(r) for r in member.get("roles", [])]
+    base = roles.get(everyone, 0)
+    for role in mine:
+        base |= roles.get(role, 0)
+    granted = discord.Permissions(base)
+    if granted.administrator:
+        return discord.Permissions.all().value
+    overwrites = {
+        str(o["id"]): (int(o["allow"]), int(o["deny"]))
+        for o in channel.get("permission_overwrites", [])
+    }
+    granted.handle_overwrite(*overwrites.get(everyone, (0, 0)))
+    allow = deny = 0
+    for role in mine:
+        role_allow, role_deny = overwrites.get(role, (0, 0))
+        allow, deny = allow | role_allow, deny | role_deny
+    granted.handle_overwrite(allow, deny)
+    granted.handle_overwrite(*overwrites.get(str(member["user"]["id"]), (0, 0)))
+    return granted.value
 
 
 def _clip(text: str, limit: int) -> str:

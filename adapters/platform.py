@@ -7,13 +7,21 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from bot.channel_health import ChannelHealth
+from bot.errors import RelbotError
 from bot.gate import Gate
 from bot.messages import ChannelMessage
 from bot.ports import Chat
 
 log = logging.getLogger(__name__)
+
+
+class ChannelRefused(RelbotError):
+    """The platform refused a post for a reason the operator must fix (the bot is not in the
+    channel, a scope is missing, the channel is gone); the message says what to do. Every
+    later post would fail the same way until then."""
 
 
 class Platform(Protocol):
@@ -40,14 +48,30 @@ class Platform(Protocol):
         ...
 
 
+@runtime_checkable
+class ProbedChat(Protocol):
+    """A release channel that can tell whether it would take a post now."""
+
+    async def probe(self) -> str | None:
+        """None when a post would go through; else why not, as :class:`ChannelRefused` says;
+        "" when it cannot tell (the platform cannot be reached)."""
+        ...
+
+
 class FanoutChat:
     """Posts to every platform's channel; a message reference holds one per platform.
 
-    One platform failing to post must not keep the others (or the gate) from going on.
+    One platform failing to post must not keep the others (or the gate) from going on. A
+    :class:`ChannelRefused` is recorded in ``health`` and logged once, in one line, until a
+    post goes through again; any other failure is logged with its traceback.
     """
 
-    def __init__(self, chats: Sequence[tuple[str, Chat]]) -> None:
+    def __init__(self, chats: Sequence[tuple[str, Chat]], health: ChannelHealth | None = None):
         self._chats = list(chats)
+        self.health = health or ChannelHealth()
+        for name, chat in self._chats:
+            if isinstance(chat, ProbedChat):
+                self.health.watch(name, chat.probe)
 
     async def post(self, message: ChannelMessage) -> str:
         refs = await asyncio.gather(
@@ -63,10 +87,15 @@ class FanoutChat:
 
     async def _post_one(self, name: str, chat: Chat, message: ChannelMessage) -> str | None:
         try:
-            return await chat.post(message)
+            ref = await chat.post(message)
+        except ChannelRefused as err:
+            self._refused(name, err)
+            return None
         except Exception:  # one platform's outage must not stop the others
             log.exception("posting to %s failed", name)
             return None
+        self._posted(name)
+        return ref
 
     async def _update_one(
         self, name: str, chat: Chat, ref: str | None, message: ChannelMessage
@@ -76,5 +105,20 @@ class FanoutChat:
                 await chat.post(message)
             else:
                 await chat.update(ref, message)
+        except ChannelRefused as err:
+            self._refused(name, err)
+            return
         except Exception:  # see _post_one
             log.exception("updating the message on %s failed", name)
+            return
+        self._posted(name)
+
+    def _refused(self, name: str, err: ChannelRefused) -> None:
+        if self.health.refused(name, str(err)):
+            log.error("%s: the release channel refuses the bot's posts: %s", name, err)
+        else:  # said already: the team's messages are lost until it is fixed
+            log.debug("%s: a post was refused again: %s", name, err)
+
+    def _posted(self, name: str) -> None:
+        if self.health.posted(name):
+            log.warning("%s: the release channel takes the bot's posts again", name)

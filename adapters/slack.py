@@ -9,10 +9,11 @@ This module translates and renders only: who may do what is decided by the gate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import aiohttp
@@ -30,6 +31,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.platform import ChannelRefused
+from adapters.slack_commands import Renamer, command_names
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.domain.plan import PublishPlan
@@ -46,21 +49,9 @@ EVENTS_PATH = "/slack/events"
 DEFAULT_API_URL = "https://slack.com/api/"
 PUBLISH_ACTION = "relbot_publish"
 
-# Slash command → the verb the gate understands. Slack reserves /help for itself.
-COMMANDS: dict[str, str] = {
-    "/ready": "/ready",
-    "/unready": "/unready",
-    "/status": "/status",
-    "/hold": "/hold",
-    "/unhold": "/unhold",
-    "/publish": "/publish",
-    "/respin": "/respin",
-    "/waive": "/waive",
-    "/unwaive": "/unwaive",
-    "/abort": "/abort",
-    "/announce": "/announce",
-    "/relbot-help": "/help",
-}
+# Slash command → the verb the gate understands, without a command prefix (Slack reserves
+# /help: it is /relbot-help).
+COMMANDS: dict[str, str] = command_names()
 # Answers to questions stay with whoever asked; changes are shown to the channel. The
 # announcement is the RM's draft until the publish posts it: kept with the RM.
 _QUESTIONS = frozenset({"/status", "/help", "/announce"})
@@ -114,24 +105,102 @@ class SlackChat:
     ``chat.update`` later edits (the readiness summary is edited in place)."""
 
     def __init__(
-        self, client: AsyncWebClient, channel: str, people: Mapping[str, str] | None = None
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        people: Mapping[str, str] | None = None,
+        rename: Renamer | None = None,
     ) -> None:
         self._client = client
         self._channel = channel
         self._people = dict(people or {})  # person → Slack user ID, for mentions
+        self._rename = rename or Renamer()  # the commands by their names on this workspace
+
+    def _payload(self, message: ChannelMessage) -> dict[str, Any]:
+        payload: dict[str, Any] = self._rename.payload(channel_payload(message, self._people))
+        return payload
 
     async def post(self, message: ChannelMessage) -> str:
-        """Post ``message``; returns its ``ts``. Raises ``SlackApiError`` when Slack refuses."""
-        response = await self._client.chat_postMessage(
-            channel=self._channel, **channel_payload(message, self._people)
-        )
+        """Post ``message``; returns its ``ts``. Raises :class:`ChannelRefused` when Slack
+        refuses for a reason the operator must fix, ``SlackApiError`` for any other refusal."""
+        with operator_fixes(self._channel):
+            response = await self._client.chat_postMessage(
+                channel=self._channel, **self._payload(message)
+            )
         return str(response["ts"])
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
-        """Replace the message posted as ``ref``. Raises ``SlackApiError`` when Slack refuses."""
-        await self._client.chat_update(
-            channel=self._channel, ts=ref, **channel_payload(message, self._people)
+        """Replace the message posted as ``ref``; raises as :meth:`post` does."""
+        with operator_fixes(self._channel):
+            await self._client.chat_update(channel=self._channel, ts=ref, **self._payload(message))
+
+    async def probe(self) -> str | None:
+        """Whether a post would go through now (``conversations.info``): None, the sentence
+        with the fix, or "" when Slack cannot be reached."""
+        try:
+            answer = await self._client.conversations_info(channel=self._channel)
+        except SlackApiError as err:
+            return operator_fix(_error_code(err), self._channel, err.response.get("needed")) or ""
+        except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError):
+            return ""
+        channel = answer.get("channel") or {}
+        if channel.get("is_archived"):
+            return operator_fix("is_archived", self._channel)
+        if not channel.get("is_member"):
+            return operator_fix("not_in_channel", self._channel)
+        return None
+
+
+# Slack's errors that every later call would get too, until the operator acts.
+_TOKEN_REFUSED = frozenset(
+    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
+)
+
+
+def operator_fix(code: str, channel: str, needed: str | None = None) -> str | None:
+    """The sentence, with the fix, for a Slack ``error`` only the operator can fix (about
+    ``channel``, or the scope ``needed``); None for any other error."""
+    if code == "not_in_channel":
+        return (
+            f"slack.channel: the bot is not a member of channel {channel}; invite it "
+            "(type /invite @relbot in that channel)."
         )
+    if code == "channel_not_found":
+        return (
+            f"slack.channel: Slack shows the bot no channel {channel}; check the ID (the "
+            "channel's details, at the bottom), and invite the bot if the channel is private."
+        )
+    if code == "is_archived":
+        return f"slack.channel: channel {channel} is archived; unarchive it or name another."
+    if code == "missing_scope":
+        return (
+            f"slack: the app lacks the scope {needed or 'that this needs'}; add it under OAuth "
+            "& Permissions (or recreate the app from `relbot slack-manifest`) and reinstall "
+            "the app."
+        )
+    if code == "restricted_action":
+        return (
+            f"slack.channel: the workspace does not let the bot post in {channel}; let apps "
+            "post there (the channel's settings) or name another channel."
+        )
+    if code in _TOKEN_REFUSED:
+        return (
+            f"slack.bot_token_env: Slack refused the bot token ({code}); copy the Bot User "
+            "OAuth Token (xoxb-…) again from the app's OAuth & Permissions page."
+        )
+    return None
+
+
+@contextlib.contextmanager
+def operator_fixes(channel: str) -> Iterator[None]:
+    """Turn a ``SlackApiError`` that only the operator can fix into :class:`ChannelRefused`."""
+    try:
+        yield
+    except SlackApiError as err:
+        fix = operator_fix(_error_code(err), channel, err.response.get("needed"))
+        if fix is None:
+            raise
+        raise ChannelRefused(fix) from err
 
 
 class SlackPlatform:
@@ -152,6 +221,7 @@ class SlackPlatform:
         api_url: str = DEFAULT_API_URL,
         remembered_deliveries: int = 2048,
         people: Mapping[str, str] | None = None,
+        command_prefix: str = "",
     ) -> None:
         if mode == "socket" and not app_token:
             raise ConfigError("slack.app_token_env: Socket Mode needs an app-level token.")
@@ -169,7 +239,11 @@ class SlackPlatform:
             AsyncConnectionErrorRetryHandler(),
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         ]
-        self._chat = SlackChat(self._client, channel, people)
+        self._channel = channel
+        self._people = dict(people or {})  # person → Slack user ID
+        self.commands = command_names(command_prefix)  # slash command → the gate's verb
+        self._rename = Renamer(command_prefix)
+        self._chat = SlackChat(self._client, channel, people, self._rename)
         self._seen = SeenDeliveries(remembered_deliveries)
         self._gate: Gate | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -183,7 +257,7 @@ class SlackPlatform:
         )
         _quiet_retries(self.app.logger)
         self.app.middleware(self._once)
-        for command in COMMANDS:
+        for command in self.commands:
             self.app.command(command)(self._on_command)
         self.app.action(PUBLISH_ACTION)(self._on_publish_click)
 
@@ -208,6 +282,7 @@ class SlackPlatform:
             port=settings.port,
             api_url=settings.api_url,
             people={name: p.slack for name, p in config.people.items() if p.slack},
+            command_prefix=settings.command_prefix,
         )
 
     @property
@@ -218,10 +293,11 @@ class SlackPlatform:
         """Connect (Socket Mode) or listen (HTTP mode); returns once commands can arrive."""
         self._gate = gate
         if self.mode == "socket":
+            # The SDK would retry a refused app token forever, with a traceback every 10 s:
+            # ask apps.connections.open here first, with backoff and one line per attempt.
+            # Then the SDK asks for its own URL through the same client (``api_url``).
+            await self._reach_socket_mode()
             self._socket = AsyncSocketModeHandler(self.app, self._app_token)
-            # The SDK would retry forever with a traceback every 10 s: get the socket's URL
-            # here, with backoff and one line per attempt, then let the SDK connect to it.
-            self._socket.client.wss_uri = await self._socket_url()
             await self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
             return
         server = web.Application()
@@ -234,14 +310,14 @@ class SlackPlatform:
         self.port = int(bound[1])
         log.info("slack: listening on http://%s:%d%s", self.host, self.port, EVENTS_PATH)
 
-    async def _socket_url(self) -> str:
-        """A Socket Mode URL (``apps.connections.open``), retried while Slack cannot be
+    async def _reach_socket_mode(self) -> None:
+        """Wait until ``apps.connections.open`` answers, retried while Slack cannot be
         reached. Raises ConfigError when Slack refuses the app token."""
         backoff = Backoff(f"slack: reaching {self._api_url}")
         while True:
             try:
-                response = await self._client.apps_connections_open(app_token=self._app_token or "")
-                return str(response["url"])
+                await self._client.apps_connections_open(app_token=self._app_token or "")
+                return
             except SlackApiError as err:
                 raise ConfigError(
                     f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
@@ -268,31 +344,91 @@ class SlackPlatform:
             await asyncio.wait(set(self._running))
 
     def check(self) -> list[str]:
-        """Problems reaching Slack: the bot token (and app token) refused, each with the fix."""
-        problems: list[str] = []
+        """What would fail on release day, each with the fix: the tokens refused, the
+        channel unknown, archived or without the bot, a scope missing, a person's ID that is
+        no user of the workspace. Blocking (``relbot check`` runs it in a thread)."""
         client = WebClient(token=self._bot_token, base_url=self._api_url)
         try:
-            client.auth_test()
-        except SlackApiError as err:
-            problems.append(
-                f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
-                "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page."
+            try:
+                answer = client.auth_test()
+            except SlackApiError as err:  # nothing else can be checked with this token
+                return [
+                    f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
+                    "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions "
+                    "page."
+                ]
+            return (
+                self._check_scopes(answer.headers or {})
+                + self._check_app_token(client)
+                + self._check_channel(client)
+                + self._check_people(client)
             )
         except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
-            problems.append(f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__}).")
-        if self.mode == "socket" and not problems:
+            return [f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."]
+
+    def _check_scopes(self, headers: Mapping[str, Any]) -> list[str]:
+        """The scopes posting needs; Slack lists the token's in a header of every answer."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        if "x-oauth-scopes" not in lowered:
+            return []
+        scopes = {s.strip() for s in str(lowered["x-oauth-scopes"]).split(",")}
+        return [
+            str(operator_fix("missing_scope", self._channel, scope))
+            for scope in ("commands", "chat:write")
+            if scope not in scopes
+        ]
+
+    def _check_app_token(self, client: WebClient) -> list[str]:
+        if self.mode != "socket":
+            return []
+        try:
+            client.apps_connections_open(app_token=self._app_token or "")
+        except SlackApiError as err:
+            return [
+                f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
+                "create an app-level token with connections:write under Basic Information "
+                "and enable Socket Mode."
+            ]
+        return []
+
+    def _check_channel(self, client: WebClient) -> list[str]:
+        """The channel exists, is not archived, and the bot is in it (so it may post)."""
+        try:
+            answer = client.conversations_info(channel=self._channel)
+        except SlackApiError as err:
+            fix = operator_fix(_error_code(err), self._channel, err.response.get("needed"))
+            return [fix or f"slack.channel: Slack answered {_error_code(err)} for the channel."]
+        channel = answer.get("channel") or {}
+        name = f"#{channel.get('name')} ({self._channel})" if channel.get("name") else self._channel
+        if channel.get("is_archived"):
+            return [str(operator_fix("is_archived", name))]
+        if not channel.get("is_member"):
+            return [str(operator_fix("not_in_channel", name))]
+        return []
+
+    def _check_people(self, client: WebClient) -> list[str]:
+        """Each configured person's ID is an active user of this workspace (a name such as
+        "hugo" or an ID from another workspace would never be mentioned)."""
+        problems: list[str] = []
+        for person, user in self._people.items():
+            key = f"people.{person}.slack"
             try:
-                client.apps_connections_open(app_token=self._app_token or "")
+                found = client.users_info(user=user).get("user") or {}
             except SlackApiError as err:
-                problems.append(
-                    f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
-                    "create an app-level token with connections:write under Basic Information "
-                    "and enable Socket Mode."
-                )
-            except (SlackClientError, OSError) as err:
-                problems.append(
-                    f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."
-                )
+                code = _error_code(err)
+                if code in ("user_not_found", "users_not_found"):
+                    problems.append(
+                        f"{key}: Slack has no user {user} in this workspace; copy the member "
+                        "ID from their profile (⋮, Copy member ID)."
+                    )
+                    continue
+                fix = operator_fix(code, self._channel, err.response.get("needed"))
+                problems.append(fix or f"{key}: Slack answered {code} for user {user}.")
+                if fix is not None:  # the same for every person: said once
+                    break
+                continue
+            if found.get("deleted"):
+                problems.append(f"{key}: Slack user {user} is deactivated; remove or replace it.")
         return problems
 
     # -- requests ----------------------------------------------------------------------------
@@ -324,12 +460,10 @@ class SlackPlatform:
     ) -> None:
         self._track()
         await ack()  # Slack wants an answer within 3 s; the gate may take longer
-        verb = COMMANDS[command["command"]]
+        verb = self.commands[command["command"]]
         text = unescape(str(command.get("text") or "")).strip()
         line = f"{verb} {text}" if text else verb
         reply = await self._ask(str(command["user_id"]), line)
-        if verb == "/help":  # Slack keeps /help for itself: name the command that works here
-            reply = Reply(reply.text.replace("/help", "/relbot-help"), reply.tone)
         public = not reply.private and reply.confirm is None and verb not in _QUESTIONS
         await self._respond(respond, reply_payload(reply), public=public)
 
@@ -376,6 +510,7 @@ class SlackPlatform:
         public: bool = False,
         replace: bool = False,
     ) -> None:
+        payload = self._rename.payload(payload)  # the commands as typed on this workspace
         response = await respond(
             text=payload["text"],
             blocks=payload.get("blocks"),

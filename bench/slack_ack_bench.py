@@ -28,12 +28,12 @@ from tests.slack.conftest import (  # the tests' team, signing and mock Slack
     SIGNING_SECRET,
     SlackWorld,
     Workspace,
+    release_workspace,
 )
-from tests.slack.mock_web_api import MockSlack
 
 
 async def measure(commands: int) -> dict[str, list[float]]:
-    mock = MockSlack()
+    mock = release_workspace()
     await mock.start()
     platform = SlackPlatform(
         bot_token=BOT_TOKEN, channel=CHANNEL, mode="http", signing_secret=SIGNING_SECRET,

@@ -188,8 +188,20 @@ def build_platform(config: Config, name: str) -> Platform:
     return DiscordPlatform.from_config(config)
 
 
-def platforms_chat(platforms: Sequence[Platform]) -> Chat:
-    """One release channel over every platform's: a message shows on each."""
+def slack_manifest(config: Config, url: str | None = None) -> str:
+    """The Slack app manifest for ``[slack]`` (its command prefix and mode; no table: the
+    defaults), so the commands Slack offers are those relbot answers."""
+    from adapters.slack_commands import manifest
+
+    settings = config.model.slack
+    if settings is None:
+        return manifest(url=url)
+    return manifest(settings.command_prefix, settings.mode, url)
+
+
+def platforms_chat(platforms: Sequence[Platform]) -> FanoutChat:
+    """One release channel over every platform's: a message shows on each. Its ``health``
+    records a channel that refuses posts (give it to the gate's metrics for ``/healthz``)."""
     return FanoutChat([(p.name, p.chat) for p in platforms])
 
 

@@ -21,6 +21,7 @@ from bot.app import (
     build_platform,
     build_registry,
     build_storage,
+    slack_manifest,
 )
 from bot.config import Config, load_config
 from bot.domain.tags import ReleaseTag
@@ -140,6 +141,14 @@ def _parser() -> argparse.ArgumentParser:
         help="say on stderr what it waits for whenever that changes (default on a terminal)",
     )
     wait.set_defaults(func=_wait)
+
+    slack = sub.add_parser(
+        "slack-manifest", parents=[common], help="the Slack app manifest for the config"
+    )
+    slack.add_argument(
+        "--url", help="HTTP mode: where Slack sends commands (https://HOST/slack/events)"
+    )
+    slack.set_defaults(func=_slack_manifest)
     return parser
 
 
@@ -280,6 +289,12 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         print(f"relbot check: {config.origin} is valid (offline: services were not reached).")
     else:
         print(f"relbot check: {config.origin} is valid and every configured service answers.")
+    return 0
+
+
+def _slack_manifest(config: Config, args: argparse.Namespace) -> int:
+    """Print the Slack app manifest: the command names and mode of ``[slack]``."""
+    print(slack_manifest(config, args.url), end="")
     return 0
 
 

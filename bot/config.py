@@ -326,6 +326,8 @@ class SlackConfig(_Section):
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
     port: Port = 3000
     api_url: ApiUrl = "https://slack.com/api/"
+    # "rb-" names the slash commands /rb-ready, /rb-publish, … (names are global in a workspace)
+    command_prefix: str = Field(default="", pattern=r"^([a-z0-9][a-z0-9_-]{0,19})?$")
 
 
 class DiscordConfig(_Section):

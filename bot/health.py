@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 class HealthServer:
     """Healthy while scans succeed: the last one read staging within three poll intervals
-    (or the bot is still within its first three)."""
+    (or the bot is still within its first three); degraded while a platform's release
+    channel refuses the bot's posts for a reason the operator must fix."""
 
     _board: BoardRoutes | None = None  # the release board, once serve_board() asked for it
 
@@ -47,13 +48,18 @@ class HealthServer:
     async def _healthz(self, request: web.Request) -> web.Response:
         now, m = time.time(), self._metrics
         since = now - (m.last_successful_scan or m.started)
-        healthy = since <= self._stale_after
-        body = {
-            "status": "ok" if healthy else "stale",
+        fresh = since <= self._stale_after
+        await m.channels.recheck()  # a channel fixed since shows as fixed
+        refused = m.channels.problems
+        healthy = fresh and not refused
+        body: dict[str, object] = {
+            "status": "ok" if healthy else "stale" if not fresh else "degraded",
             "seconds_since_successful_scan": round(since, 1),
             "scans": m.scans,
             "publishes": m.publishes,
         }
+        if refused:  # platform → the sentence with the fix
+            body["channels"] = refused
         return web.Response(
             status=200 if healthy else 503,
             text=json.dumps(body),

@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from bot import __version__
+from bot.channel_health import ChannelHealth
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -49,6 +50,7 @@ class Metrics:
     commands: dict[str, int] = field(default_factory=dict)  # verb → count
     refusals: dict[str, int] = field(default_factory=dict)  # reason → count
     started: float = field(default_factory=time.time)
+    channels: ChannelHealth = field(default_factory=ChannelHealth)  # posts refused, by platform
     registry: CollectorRegistry = field(init=False, repr=False, compare=False)
     _durations: Histogram = field(init=False, repr=False, compare=False)
 
@@ -128,6 +130,15 @@ class _Counters(Collector):
         yield GaugeMetricFamily(
             "relbot_start_time_seconds", "Unix time the bot started.", value=m.started
         )
+        refusing = GaugeMetricFamily(
+            "relbot_channel_refusing",
+            "1 while the platform's release channel refuses the bot's posts (see /healthz).",
+            labels=["platform"],
+        )
+        refused = m.channels.problems
+        for name in m.channels.platforms:
+            refusing.add_metric([name], 1 if name in refused else 0)
+        yield refusing
 
 
 def _counter(name: str, help_text: str, value: float) -> CounterMetricFamily:

@@ -41,7 +41,9 @@ async def run_platforms(config: Config, names: list[str], lease: StorageLease) -
     platforms: list[Platform] = [build_platform(config, name) for name in names]
     if (problem := refresh_release_cycle(config)) is not None:
         print(f"relbot: {problem} Using {config.release_cycle.origin}.", file=sys.stderr)
-    gate = build_gate(config, platforms_chat(platforms))
+    chat = platforms_chat(platforms)
+    gate = build_gate(config, chat)
+    gate.metrics.channels = chat.health  # /healthz tells when a channel refuses posts
     gate.lease = lease
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()

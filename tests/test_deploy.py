@@ -56,3 +56,92 @@ def test_the_example_config_for_cpython_loads() -> None:
     assert config.model.storage.host == "downloads.nyc1.psf.io"
     assert config.model.signatures.require
     assert config.platforms() == ["slack"]
+
+
+# -- what is installed, and from where ---------------------------------------------------------
+
+ROOT = DEPLOY.parent
+UV = Path(sys.executable).with_name("uv")
+EXPORT = ["export", "--frozen", "--no-dev", "--group", "build", "--no-emit-project"]
+
+
+def test_the_lock_file_matches_pyproject() -> None:
+    assert UV.exists(), "uv is missing: `make install` installs it from deploy/requirements-uv.txt"
+    result = subprocess.run(
+        [str(UV), "lock", "--check", "--offline"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, "run `make lock`: " + result.stderr
+
+
+def test_the_hashed_requirements_are_the_lock_exported(tmp_path: Path) -> None:
+    exported = tmp_path / "requirements.txt"
+    subprocess.run(
+        [str(UV), *EXPORT, "--format", "requirements-txt", "-o", str(exported)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+
+    def pins(path: Path) -> list[str]:  # the header names the output file: not compared
+        return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+    committed = pins(DEPLOY / "requirements.txt")
+    assert committed == pins(exported), "run `make lock`"
+    packages = [line for line in committed if line and not line[0].isspace()]
+    assert all(line.endswith(" \\") and "==" in line for line in packages)
+    assert sum("--hash=sha256:" in line for line in committed) >= len(packages)
+    assert any(line.startswith("setuptools==") for line in packages)  # relbot's build backend
+
+
+def test_the_image_installs_the_locked_dependencies_before_the_code() -> None:
+    steps = [
+        line.strip()
+        for line in (DEPLOY / "Dockerfile").read_text().splitlines()
+        if line.startswith(("COPY", "RUN"))
+    ]
+    locked = "RUN pip install --no-cache-dir --require-hashes --no-deps -r deploy/requirements.txt"
+    assert steps.index("COPY deploy/requirements.txt deploy/requirements.txt") < steps.index(locked)
+    code = [i for i, step in enumerate(steps) if step.startswith("COPY") and "bot" in step]
+    assert code and steps.index(locked) < min(code), "the code must come after the dependencies"
+    assert steps[-1] == "RUN pip install --no-cache-dir --no-deps --no-build-isolation ."
+
+
+def test_make_installs_from_the_lock_and_deploys_with_hashes() -> None:
+    result = subprocess.run(
+        ["make", "-n", "run", "deploy", "VENV=/nonexistent/venv", "PREFIX=/nonexistent/opt"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert (
+        "/nonexistent/venv/bin/python -m pip install --quiet --require-hashes -r "
+        "deploy/requirements-uv.txt" in lines
+    )
+    assert any(line.startswith("/nonexistent/venv/bin/uv sync --quiet --frozen") for line in lines)
+    assert (
+        "/nonexistent/opt/bin/pip install --quiet --require-hashes --no-deps -r "
+        "deploy/requirements.txt" in lines
+    )
+
+
+def test_the_version_is_written_once_in_bot_init() -> None:
+    import tomllib
+    from importlib.metadata import version
+
+    import bot
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "bot.__version__"}
+    assert version("relbot") == bot.__version__
+
+
+def test_the_unit_may_write_local_staging_and_public() -> None:
+    unit = (DEPLOY / "relbot.service").read_text()
+    [line] = [line for line in unit.splitlines() if line.startswith("ReadWritePaths=")]
+    paths = line.removeprefix("ReadWritePaths=").split()
+    assert paths and all(p.startswith("-/") for p in paths), "missing folders must not fail"
+    before = unit[: unit.index(line)]
+    assert 'kind = "local"' in before.rsplit("\n\n", 1)[-1], "the comment says when it is needed"

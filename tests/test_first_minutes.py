@@ -145,5 +145,5 @@ def test_make_run_installs_only_what_running_needs(tmp_path: Path) -> None:
         text=True,
         check=True,
     ).stdout
-    assert "pip install --quiet -e ." in dry
-    assert "[test]" not in dry
+    assert "/venv/bin/uv sync --quiet --frozen --inexact" in dry  # the lock, hashes checked
+    assert "--extra test" not in dry

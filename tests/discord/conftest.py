@@ -88,6 +88,7 @@ class DiscordWorld(World):
 @pytest.fixture
 async def mock_discord() -> AsyncIterator[MockDiscord]:
     async with MockDiscord(guild=GUILD, channel=CHANNEL, token=TOKEN) as mock:
+        mock.add_members(HUGO, STEVE, NED, ALICE)
         yield mock
 
 

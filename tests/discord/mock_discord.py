@@ -12,8 +12,13 @@ What it enforces, as Discord does: ``Authorization: Bot TOKEN`` on REST and the 
 IDENTIFY; JSON answers with exactly ``Content-Type: application/json`` (discord.py parses
 nothing else); one callback per interaction (a second is a 400 "already acknowledged");
 followups only on an acknowledged interaction; a component interaction carries its message.
+Like a server, it knows its members (the bot among them), its roles and the channel's permission
+overwrites, and it computes the bot's permissions in the channel as Discord does: reading the
+channel needs View Channel (else 403 Missing Access, 50001), posting needs Send Messages too
+(else 403 Missing Permissions, 50013); a bot that is not in the server gets 403 Missing Access
+for the server, its members and its channel; a user who is not a member, 404 Unknown Member.
 What it leaves out: rate limits, zlib compression (discord.py reads text frames as they come),
-RESUME (answered with INVALID_SESSION), permissions, and every route the bot does not use.
+RESUME (answered with INVALID_SESSION), and every route the bot does not use.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ APP_ID = 900000000000000001
 BOT_ID = APP_ID
 TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
 EPHEMERAL = 1 << 6
+VIEW_CHANNEL, SEND_MESSAGES, EMBED_LINKS, ADMINISTRATOR = 1 << 10, 1 << 11, 1 << 14, 1 << 3
+# What @everyone may do in a new server (Discord's defaults include these three).
+EVERYONE = VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS
 WAIT = 5.0  # seconds any wait for the bot gives up after
 
 
@@ -76,6 +84,11 @@ class MockDiscord:
         self.channel_messages: dict[int, dict[str, Any]] = {}
         self.commands: list[dict[str, Any]] = []  # as last synced to the guild
         self.identifies: list[dict[str, Any]] = []
+        # The server: member ID → role IDs; role ID → permission bits (@everyone's ID is the
+        # server's); the channel's overwrites as Discord lists them (type 0 role, 1 member).
+        self.members: dict[str, list[str]] = {str(BOT_ID): []}
+        self.roles: dict[str, int] = {str(guild): EVERYONE}
+        self.overwrites: list[dict[str, Any]] = []
         self._recorder = _Recorder()
         self._ids = itertools.count(1_300_000_000_000_000_000)
         self._acknowledged: dict[str, dict[str, Any]] = {}  # token -> callback body
@@ -98,6 +111,8 @@ class MockDiscord:
             ("POST", "/interactions/{id}/{token}/callback", self._callback),
             ("POST", "/webhooks/{app}/{token}", self._followup),
             ("PATCH", "/webhooks/{app}/{token}/messages/@original", self._edit_original),
+            ("GET", "/guilds/{guild}", self._get_guild),
+            ("GET", "/guilds/{guild}/members/{user}", self._get_member),
             ("GET", "/channels/{channel}", self._get_channel),
             ("POST", "/channels/{channel}/messages", self._post_message),
             ("PATCH", "/channels/{channel}/messages/{message}", self._edit_message),
@@ -143,6 +158,43 @@ class MockDiscord:
         return sum(1 for s in self._sockets if s.identified and not s.ws.closed)
 
     # -- what a test does ----------------------------------------------------------------------
+
+    def add_members(self, *ids: str) -> None:
+        """People who joined the server (with no role but @everyone)."""
+        for user in ids:
+            self.members.setdefault(user, [])
+
+    def deny_in_channel(self, permissions: int) -> None:
+        """The channel's overwrite for @everyone denies ``permissions``."""
+        overwrite = {"id": str(self.guild), "type": 0, "allow": "0", "deny": str(permissions)}
+        self.overwrites.append(overwrite)
+
+    async def channel_updated(self) -> None:
+        """Tell the connected bots the channel changed (its overwrites), as Discord does."""
+        for socket in [s for s in self._sockets if s.identified and not s.ws.closed]:
+            await self._dispatch(socket, "CHANNEL_UPDATE", self._channel_payload())
+
+    def permissions(self, user: str) -> int:
+        """``user``'s permissions in the channel: the server's roles, then the channel's
+        overwrites for @everyone, for their roles, for them (Discord's documented order)."""
+        roles = self.members.get(user)
+        if roles is None:
+            return 0
+        base = self.roles.get(str(self.guild), 0)
+        for role in roles:
+            base |= self.roles.get(role, 0)
+        if base & ADMINISTRATOR:
+            return ~0
+        by_id = {o["id"]: (int(o["allow"]), int(o["deny"])) for o in self.overwrites}
+        allow, deny = by_id.get(str(self.guild), (0, 0))
+        base = (base & ~deny) | allow
+        allow = deny = 0
+        for role in roles:
+            role_allow, role_deny = by_id.get(role, (0, 0))
+            allow, deny = allow | role_allow, deny | role_deny
+        base = (base & ~deny) | allow
+        allow, deny = by_id.get(user, (0, 0))
+        return (base & ~deny) | allow
 
     async def command(self, name: str, *, user: str, **options: str) -> Sent:
         """A user runs a slash command of the guild with these options."""
@@ -310,20 +362,58 @@ class MockDiscord:
         original.update({k: v for k, v in body.items() if k != "allowed_mentions"})
         return _json(original)
 
-    async def _get_channel(self, request: web.Request, body: Any) -> web.Response:
-        if int(request.match_info["channel"]) != self.channel:
+    async def _get_guild(self, request: web.Request, body: Any) -> web.Response:
+        if int(request.match_info["guild"]) != self.guild or str(BOT_ID) not in self.members:
+            return _json(_MISSING_ACCESS_BODY, status=403)
+        return _json(self._guild_payload())
+
+    async def _get_member(self, request: web.Request, body: Any) -> web.Response:
+        if int(request.match_info["guild"]) != self.guild or str(BOT_ID) not in self.members:
+            return _json(_MISSING_ACCESS_BODY, status=403)
+        user = request.match_info["user"]
+        if user not in self.members:
+            return _json({"message": "Unknown Member", "code": 10007}, status=404)
+        return _json(self._member(user))
+
+    def _member(self, user: str) -> dict[str, Any]:
+        shown = self._bot_user() if user == str(BOT_ID) else _user(user, f"user{user[-4:]}")
+        return {
+            "user": shown,
+            "roles": self.members[user],
+            "joined_at": TIMESTAMP,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+        }
+
+    def _channel_refusal(self, channel: int, needed: int) -> web.Response | None:
+        """Discord's answer when the bot may not do ``needed`` in ``channel`` (None: it may)."""
+        if channel != self.channel:
             return _json({"message": "Unknown Channel", "code": 10003}, status=404)
-        return _json(self._channel_payload())
+        granted = self.permissions(str(BOT_ID))
+        if not granted & VIEW_CHANNEL:
+            return _json(_MISSING_ACCESS_BODY, status=403)
+        if granted & needed != needed:
+            return _json({"message": "Missing Permissions", "code": 50013}, status=403)
+        return None
+
+    async def _get_channel(self, request: web.Request, body: Any) -> web.Response:
+        refusal = self._channel_refusal(int(request.match_info["channel"]), VIEW_CHANNEL)
+        return _json(self._channel_payload()) if refusal is None else refusal
 
     async def _post_message(self, request: web.Request, body: Any) -> web.Response:
         channel = int(request.match_info["channel"])
-        if channel != self.channel:
-            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        refusal = self._channel_refusal(channel, VIEW_CHANNEL | SEND_MESSAGES)
+        if refusal is not None:
+            return refusal
         message = self._message(body, channel)
         self.channel_messages[int(message["id"])] = message
         return _json(message)
 
     async def _edit_message(self, request: web.Request, body: Any) -> web.Response:
+        refusal = self._channel_refusal(int(request.match_info["channel"]), VIEW_CHANNEL)
+        if refusal is not None:
+            return refusal
         found = self.channel_messages.get(int(request.match_info["message"]))
         if found is None or int(request.match_info["channel"]) != self.channel:
             return _json({"message": "Unknown Message", "code": 10008}, status=404)
@@ -434,7 +524,7 @@ class MockDiscord:
             "guild_id": str(self.guild),
             "name": "release",
             "position": 0,
-            "permission_overwrites": [],
+            "permission_overwrites": self.overwrites,
             "nsfw": False,
             "parent_id": None,
             "topic": None,
@@ -449,7 +539,20 @@ class MockDiscord:
             "name": "Python release team",
             "icon": None,
             "owner_id": "1",
-            "roles": [],
+            "roles": [
+                {
+                    "id": role,
+                    "name": "@everyone" if role == str(self.guild) else f"role-{role}",
+                    "permissions": str(bits),
+                    "position": 0,
+                    "managed": False,
+                    "mentionable": False,
+                    "hoist": False,
+                    "color": 0,
+                    "flags": 0,
+                }
+                for role, bits in self.roles.items()
+            ],
             "emojis": [],
             "stickers": [],
             "features": [],
@@ -457,7 +560,7 @@ class MockDiscord:
             "large": False,
             "unavailable": False,
             "joined_at": TIMESTAMP,
-            "members": [],
+            "members": [self._member(str(BOT_ID))] if str(BOT_ID) in self.members else [],
             "channels": [self._channel_payload()],
             "threads": [],
             "voice_states": [],
@@ -514,3 +617,6 @@ def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(
         body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"}
     )
+
+
+_MISSING_ACCESS_BODY = {"message": "Missing Access", "code": 50001}

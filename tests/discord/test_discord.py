@@ -20,6 +20,7 @@ from tests.conftest import RecordingChat
 from tests.discord.conftest import (
     ALICE,
     CHANNEL,
+    GUILD,
     HOLDERS,
     HUGO,
     NED,
@@ -300,9 +301,9 @@ async def test_a_claim_made_on_slack_shows_in_the_discord_summary_and_back(
     # Imported here: Slack's adapter and its mock are another module's; if they break, this
     # test fails and the rest of the Discord suite still runs.
     from adapters.slack import SlackPlatform
-    from tests.slack.mock_web_api import MockSlack
+    from tests.slack.conftest import release_workspace
 
-    mock_slack = MockSlack()
+    mock_slack = release_workspace()
     await mock_slack.start()
     slack = SlackPlatform(
         bot_token="xoxb-relbot-test",
@@ -419,7 +420,13 @@ async def test_check_passes_with_the_configured_token_and_channel(
 ) -> None:
     platform = DiscordPlatform.from_config(dworld.config)
     assert await asyncio.to_thread(platform.check) == []
-    assert [c.path for c in mock_discord.calls] == ["/users/@me", f"/channels/{CHANNEL}"]
+    assert [c.path for c in mock_discord.calls] == [
+        "/users/@me",
+        f"/guilds/{GUILD}",
+        f"/guilds/{GUILD}/members/{APP_ID}",
+        f"/channels/{CHANNEL}",
+        *(f"/guilds/{GUILD}/members/{person}" for person in (HUGO, ALICE, STEVE, NED)),
+    ]
 
 
 async def test_check_names_the_key_of_a_refused_token_without_printing_it(
@@ -432,7 +439,7 @@ async def test_check_names_the_key_of_a_refused_token_without_printing_it(
     assert "a-revoked-token" not in problem
 
 
-async def test_check_says_when_the_bot_cannot_see_the_channel(
+async def test_check_says_when_the_channel_does_not_exist(
     dworld: DiscordWorld, mock_discord: MockDiscord
 ) -> None:
     settings = dworld.config.model.discord
@@ -440,7 +447,7 @@ async def test_check_says_when_the_bot_cannot_see_the_channel(
     elsewhere = settings.model_copy(update={"channel": 123})
     platform = DiscordPlatform(TOKEN, elsewhere, dworld.profile.roles)
     [problem] = await asyncio.to_thread(platform.check)
-    assert problem.startswith("discord.channel: the bot cannot see channel 123")
+    assert problem.startswith("discord.channel: Discord has no channel 123; copy its ID again")
 
 
 async def test_start_with_a_refused_token_names_the_key(

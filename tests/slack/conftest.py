@@ -235,9 +235,17 @@ class Workspace:
             assert answer["response_type"] == "in_channel", answer["text"]
 
 
+def release_workspace() -> MockSlack:
+    """Slack's side of the team: the release channel with the bot in it, and each person."""
+    mock = MockSlack()
+    mock.add_channel(CHANNEL, "release")
+    mock.add_users(HUGO, ALICE, STEVE, NED, EVE)
+    return mock
+
+
 @pytest.fixture
 async def mock_slack() -> AsyncIterator[MockSlack]:
-    mock = MockSlack()
+    mock = release_workspace()
     await mock.start()
     yield mock
     await mock.stop()

@@ -5,6 +5,12 @@ A real HTTP server on 127.0.0.1 that records every call (and, for Socket Mode, a
 that delivers envelopes and records their acknowledgements) and enforces what Slack enforces that
 matters here: a ``Bearer xoxb-…`` token, at most 50 blocks, 3000 characters per section, 150 per
 header, 2000 per button value; and, when told to, answers 429 with ``Retry-After``.
+
+Like a workspace, it knows its channels, who is in each, and its users, and it grants the bot
+token a set of scopes (sent back in ``x-oauth-scopes`` as Slack does). A method called without
+its scope answers ``missing_scope``; posting in a public channel the bot is not in answers
+``not_in_channel``; a private channel it is not in, or an unknown one, ``channel_not_found``;
+an archived one ``is_archived``; ``users.info`` of an unknown ID ``user_not_found``.
 """
 
 from __future__ import annotations
@@ -20,6 +26,33 @@ from aiohttp import WSMsgType, web
 
 BOT_USER = "U0RELBOT"
 TEAM = "T0TEAM"
+# What the relbot app's manifest asks for (deploy/slack-app-manifest.yml).
+APP_SCOPES = frozenset({"commands", "chat:write", "channels:read", "groups:read", "users:read"})
+# The scope each Web API method needs (https://api.slack.com/methods); conversations.info
+# needs the one of the channel's kind.
+_NEEDS = {"chat.postMessage": "chat:write", "chat.update": "chat:write", "users.info": "users:read"}
+
+
+@dataclass
+class Channel:
+    """A conversation of the workspace; ``members`` are user IDs (the bot's is BOT_USER)."""
+
+    id: str
+    name: str
+    members: set[str] = field(default_factory=set)
+    private: bool = False
+    archived: bool = False
+
+    def payload(self, viewer: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "is_channel": not self.private,
+            "is_group": self.private,
+            "is_private": self.private,
+            "is_archived": self.archived,
+            "is_member": viewer in self.members,
+        }
 
 
 @dataclass
@@ -49,6 +82,9 @@ class MockSlack:
     calls: list[Call] = field(default_factory=list)
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)  # ts → latest body
     url: str = ""
+    channels: dict[str, Channel] = field(default_factory=dict)
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # ID → users.info's user
+    scopes: set[str] = field(default_factory=lambda: set(APP_SCOPES))
     _rate_limited: dict[str, int] = field(default_factory=dict)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -58,6 +94,7 @@ class MockSlack:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # slack_sdk reads with GET
         app.router.add_post("/respond/{id}", self._respond)
         app.router.add_get("/socket", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
@@ -74,6 +111,25 @@ class MockSlack:
             await self._runner.cleanup()
 
     # -- what tests use ----------------------------------------------------------------------
+
+    def add_channel(
+        self, channel: str, name: str, *, bot_member: bool = True, private: bool = False
+    ) -> Channel:
+        """A channel of the workspace, with the bot in it unless ``bot_member`` is False."""
+        added = Channel(channel, name, {BOT_USER} if bot_member else set(), private)
+        self.channels[channel] = added
+        return added
+
+    def add_users(self, *ids: str) -> None:
+        """Members of the workspace (people; the bot user is always there)."""
+        for user in ids:
+            self.users[user] = {
+                "id": user,
+                "team_id": TEAM,
+                "name": user.lower(),
+                "deleted": False,
+                "is_bot": False,
+            }
 
     @property
     def api_url(self) -> str:
@@ -137,8 +193,32 @@ class MockSlack:
             return await self._answer(
                 call, 200, user_id=BOT_USER, bot_id="B0RELBOT", team_id=TEAM, user="relbot"
             )
-        if method not in ("chat.postMessage", "chat.update"):
+        if method not in (*_NEEDS, "conversations.info"):
             return await self._answer(call, 404, error="unknown_method")
+        channel = self.channels.get(str(body.get("channel")))
+        needed = _NEEDS.get(method)
+        if method == "conversations.info" and channel is not None:
+            needed = "groups:read" if channel.private else "channels:read"
+        elif method == "conversations.info":
+            needed = "channels:read"
+        if needed not in self.scopes:
+            return await self._answer(
+                call, 200, error="missing_scope", needed=needed, provided=self._scope_list()
+            )
+        if method == "users.info":
+            user = self.users.get(str(body.get("user")))
+            if user is None:
+                return await self._answer(call, 200, error="user_not_found")
+            return await self._answer(call, 200, user=user)
+        # A private channel the bot is not in is invisible to it, as an unknown one.
+        if channel is None or (channel.private and BOT_USER not in channel.members):
+            return await self._answer(call, 200, error="channel_not_found")
+        if method == "conversations.info":
+            return await self._answer(call, 200, channel=channel.payload(BOT_USER))
+        if channel.archived:
+            return await self._answer(call, 200, error="is_archived")
+        if BOT_USER not in channel.members:
+            return await self._answer(call, 200, error="not_in_channel")
         problem = block_problem(body.get("blocks"))
         if problem is not None or not (body.get("text") or body.get("blocks")):
             return await self._answer(call, 200, error=problem or "no_text")
@@ -183,7 +263,11 @@ class MockSlack:
         call.status, call.error = status, error
         await self._record(call)
         payload = {"ok": error is None, **({"error": error} if error else {}), **fields}
+        headers = {**(headers or {}), "x-oauth-scopes": self._scope_list()}
         return web.json_response(payload, status=status, headers=headers)
+
+    def _scope_list(self) -> str:
+        return ",".join(sorted(self.scopes))
 
     async def _record(self, call: Call) -> None:
         async with self._changed:
@@ -215,6 +299,8 @@ def block_problem(blocks: object) -> str | None:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     if request.content_type == "application/json":
         data = await request.json()
         return dict(data) if isinstance(data, dict) else {}

@@ -481,7 +481,7 @@ def test_the_app_manifest_declares_exactly_the_commands_relbot_answers() -> None
     assert re.search(r"^\s*socket_mode_enabled: true$", text, flags=re.MULTILINE)
     assert re.search(r"^\s*is_enabled: true\b", text, flags=re.MULTILINE)
     scopes = re.findall(r"^\s*- ([a-z.]+:?[a-z.]*)\s+#", text, flags=re.MULTILINE)
-    assert scopes == ["commands", "chat:write"]
+    assert scopes == ["commands", "chat:write", "channels:read", "groups:read", "users:read"]
 
 
 async def test_no_secret_is_logged_or_sent(
@@ -530,6 +530,9 @@ async def test_socket_mode_acknowledges_each_envelope_and_acts_once_on_a_redeliv
 
     (answer,) = mock_slack.responses(name)
     assert answer["text"] == f"{TAG} is on hold; nothing is published until /unhold {TAG}."
+    # The SDK found the socket itself, through apps.connections.open at api_url (after
+    # relbot's own first call, which waits for Slack with backoff).
+    assert [c.method for c in mock_slack.calls[:2]] == ["apps.connections.open"] * 2
     notices = [
         c.body["text"] for c in mock_slack.ok("chat.postMessage") if not c.body.get("blocks")
     ]
