@@ -19,7 +19,7 @@ VERBS = [f"/{verb}" for verb in USAGE]
 
 
 def discord_commands() -> list[str]:
-    settings = DiscordConfig(guild=1, channel=2)
+    settings = DiscordConfig(guild=112233445566778899, channel=223344556677889900)
     platform = DiscordPlatform("a-token", settings, ["source", "docs", "windows", "macos"])
     return [f"/{name}" for name in platform.command_names]
 
