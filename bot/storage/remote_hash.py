@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import stat
 from collections.abc import Iterable, Sequence
 
 from bot.errors import StorageError
@@ -15,6 +16,7 @@ from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
 Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
 
 _HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch of files
+HASH_SECONDS = 900  # the longest one sha256sum process may take (a FIFO swapped in hangs)
 
 
 class RemoteHasher:
@@ -55,11 +57,19 @@ class RemoteHasher:
         paths = [p for group in groups for p in group]  # the order of the joined outputs
         quoted = " ".join(q(p) for p in paths)
         stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        # Only regular files are read: ``find -P`` names anything else (a symbolic link to
+        # /etc/passwd or /dev/zero, a FIFO) without following it, and nothing is hashed.
+        # What is swapped in after that look is cut short by ``timeout``.
+        regular = (
+            f"odd=$(find -P {quoted} -prune ! -type f -print) && "
+            '{ [ -z "$odd" ] || { printf \'not a regular file: %s\\n\' "$odd" >&2; exit 3; }; }'
+        )
+        sha256sum = f"timeout -k 5 {HASH_SECONDS} sha256sum -z --"
         if len(groups) == 1:
-            hashing = f"sha256sum -z -- {quoted}"
+            hashing = f"{sha256sum} {quoted}"
         else:
             jobs = [
-                f'sha256sum -z -- {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
+                f'{sha256sum} {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
                 for i, g in enumerate(groups)
             ]
             waits = " && ".join(f"wait $p{i}" for i in range(len(groups)))
@@ -69,7 +79,7 @@ class RemoteHasher:
                 + "; ".join(jobs)
                 + f"; {waits} && cat {outputs}; }}"
             )
-        status, out, err = self.link.exec(conn, f"{stamps} && {hashing} && {stamps}")
+        status, out, err = self.link.exec(conn, f"{regular} && {stamps} && {hashing} && {stamps}")
         records = out.split(b"\0")
         n = len(paths)
         if status != 0 or len(records) != 3 * n + 1:
@@ -91,8 +101,15 @@ class RemoteHasher:
     def _by_download(self, conn: Connection, path: str) -> str:
         self.link.requests["download"] += 1
         try:
+            # Never through a symbolic link, never a FIFO (the server's open would block).
+            if not stat.S_ISREG(conn.sftp.lstat(path).st_mode or 0):
+                raise StorageError(f"Cannot hash {path} on {self.link.where}: not a regular file.")
             with conn.sftp.open(path, "rb") as f:
                 before = f.stat()
+                if not stat.S_ISREG(before.st_mode or 0):
+                    raise StorageError(
+                        f"Cannot hash {path} on {self.link.where}: not a regular file."
+                    )
                 f.prefetch(before.st_size)
                 h = hashlib.sha256()
                 while chunk := f.read(1 << 20):
@@ -122,11 +139,12 @@ def _chunks(paths: list[str]) -> Iterable[list[str]]:
     chunk: list[str] = []
     size = 0
     for path in paths:
-        if chunk and size + 2 * len(path) > MAX_COMMAND // 2:
+        # Each path appears four times: the type check, two stamps and the hashing.
+        if chunk and size + 3 * len(path) > MAX_COMMAND // 2:
             yield chunk
             chunk, size = [], 0
         chunk.append(path)
-        size += 2 * len(path) + 16
+        size += 3 * len(path) + 16
     if chunk:
         yield chunk
 
