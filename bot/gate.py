@@ -258,7 +258,7 @@ class Gate:
 
     async def open_tags(self) -> list[ReleaseTag]:
         """Releases with a staging folder, or with history and not yet published."""
-        names = await asyncio.to_thread(self.storage.staged_tags)
+        names = await self._services.observer.staged_tags()
         tags = set()
         for name in names:
             try:
@@ -293,7 +293,7 @@ class Gate:
         readiness, digests = None, {}
         if listing is not None and not state.is_published and state.publishing is None:
             assert seen is not None
-            readiness = observer.readiness(tag, listing, seen.previous, state)
+            readiness = await observer.readiness(tag, listing, seen.previous, state)
             digests = observer.known_digests(tag, listing)
         rms = self.team.rms_of(tag.branch)
         blockers = publish_blockers(state, rms, listing, readiness, digests)

@@ -37,7 +37,7 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
     ]
     s.store.append(tag, person, EventKind.CLAIMED, role=role, snapshot=snapshot)
     state = s.store.release(tag)
-    readiness = s.observer.readiness(tag, listing, s.observer.last_listing(tag), state)
+    readiness = await s.observer.readiness(tag, listing, s.observer.last_listing(tag), state)
     await s.reporter.summary(readiness, state)
     size = size_text(sum(listing[p].size for p in paths))
     return Reply(
