@@ -6,6 +6,7 @@ from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.files import SnapshotFile
 from bot.domain.history import EventKind, ReleaseState
+from bot.domain.readiness import described
 from bot.messages import Reply, Tone
 from bot.refusals import Refusal, refuse_unless
 from bot.render import count, size_text
@@ -25,7 +26,7 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
     role_state = readiness.role(role)
     if role_state.problems:
         where = s.conn.storage.staging_location(tag)
-        listed = ", ".join(f.describe() for f in role_state.problems)
+        listed = described(role_state.problems)
         raise Refusal(
             f"{role} is not ready for {tag}: {listed}; fix them in {where} and "
             f"say /ready {role} {tag} again."
