@@ -74,6 +74,15 @@ class Services:
         kept = self.locks.keys() | self.observer.retained_tags()
         return kept | self.reporter.retained_tags()
 
+    async def require_known(self, tag: ReleaseTag) -> None:
+        """Refuse a command that would record something about a release nobody staged or
+        acted on: a typo (3.14.11) would become a release kept and listed for ever."""
+        if tag not in self.store.open_tags() and await self.observer.list_staging(tag) is None:
+            raise Refusal(
+                f"{tag} is not a release anyone has staged or acted on; check the tag "
+                "(/status lists the open releases)."
+            )
+
     async def refresh(self, tag: ReleaseTag) -> None:
         """Re-render the summary from the last listing seen (no new listing)."""
         state = self.store.release(tag)

@@ -62,14 +62,22 @@ async def test_an_outsider_cannot_open_a_release(world: World) -> None:
     assert world.gate.metrics.refusals == {"not_on_team": 3}
 
 
-async def test_a_team_members_refusal_stays_in_the_audit_trail(world: World) -> None:
+async def test_a_team_members_refusal_is_one_log_line_and_no_event(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
     world.stage("3.14.1")
-    reply = await world.say("steve", "/publish 3.14.1")
+    await world.say("ned", "/ready macos 3.14.1")
+    before = world.store.events(TAG)
+    caplog.set_level(logging.INFO, logger="bot")
+
+    reply = await world.say("steve", "/publish 3.14.1 confirm K7Q2XFAB")
+
     assert reply.private
-    refused = [e for e in world.store.events(TAG) if e.kind is EventKind.REFUSED]
-    assert len(refused) == 1 and refused[0].actor == "steve"
-    assert refused[0].data["command"] == "/publish 3.14.1"
-    assert "release manager of 3.14" in refused[0].data["reason"]
+    assert world.store.events(TAG) == before
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused")]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert "steve" in lines[0] and "/publish 3.14.1 confirm <code>" in lines[0]
+    assert "K7Q2XFAB" not in caplog.text
 
 
 # -- what the gate keeps in memory -------------------------------------------------------------
