@@ -291,6 +291,11 @@ class Gate:
         listed = set(self.listed_tags())
         return [t for t in self.store.open_tags() if t in listed or self._watched(t)]
 
+    def looks(self) -> tuple[object, ...]:
+        """What the gate last saw of every release, as objects that each new look replaces
+        (the board caches what it renders on them)."""
+        return self._services.observer.looks()
+
     def retained_tags(self) -> set[str]:
         """The releases this gate keeps anything for in memory (locks, observations,
         hashes, bundles): open releases only, whatever was typed."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -121,6 +122,16 @@ class Observer:
             install_index=index.verdict if index else None,
         )
 
+    def looks(self) -> tuple[object, ...]:
+        """What was last seen of every release, as the objects themselves: each look
+        replaces them (never changes them in place), so a view built from the same objects
+        (compared with ``is``) is still true."""
+        return tuple(
+            part
+            for name, s in sorted(self._seen.items())
+            for part in (name, s.listing, s.previous, s.public, s.signatures, s.index, s.preflight)
+        )
+
     def retained_tags(self) -> set[str]:
         return set(self._seen) | {tag for tag, _ in self._digests} | {t for t, _ in self._bundles}
 
@@ -145,7 +156,8 @@ class Observer:
         listing = await self.list(tag)
         await self.list_public(tag, state)
         previous = self.last_listing(tag)
-        if settle and previous != listing:
+        # Compared in a worker thread: a listing may hold tens of thousands of entries.
+        if settle and await asyncio.to_thread(operator.ne, previous, listing):
             await self._sleep(self._settle)
             previous, listing = listing, await self.list(tag)
         self.sight(tag).listing = listing

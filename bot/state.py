@@ -118,6 +118,12 @@ class StateStore:
         assert cursor.lastrowid is not None
         return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
 
+    def last_id(self) -> int:
+        """The id of the newest event of any release, 0 for none: it changes whenever
+        anything is recorded (by this process or another), so views cache on it."""
+        row = self._db.execute("SELECT MAX(id) FROM events").fetchone()
+        return int(row[0] or 0)
+
     def events(self, tag: ReleaseTag) -> list[Event]:
         """``tag``'s events, oldest first."""
         rows = self._db.execute(
