@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
 from bot.registry import PydotorgRegistry
