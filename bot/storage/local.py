@@ -30,7 +30,7 @@ from bot.storage.listing import (
 from bot.storage.local_fs import LocalFs, fsync_dir
 from bot.storage.lock import Holder, LocalLease
 from bot.storage.primitives import AREA, Places
-from bot.storage.walk import MAX_ENTRIES, Dirent, Walked, walk
+from bot.storage.walk import Dirent, Walked, walk
 
 T = TypeVar("T")
 
@@ -70,7 +70,7 @@ class LocalStorage:
         except OSError as err:  # this release's problem: other releases are still scanned
             return {RELEASE_FOLDER: unreadable_release_folder(err.strerror or str(err))}
         if walked.cut:
-            walked.entries[RELEASE_FOLDER] = crowded_release_folder(MAX_ENTRIES)
+            walked.entries[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
         return walked.entries
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
@@ -85,7 +85,7 @@ class LocalStorage:
                     f"Cannot list {self.public / folder}: {err.strerror}."
                 ) from err
             if walked.cut:
-                raise StorageError(crowded_public_folder(str(self.public / folder), MAX_ENTRIES))
+                raise StorageError(crowded_public_folder(str(self.public / folder), walked.limit))
             found.update(walked.entries)
         return found
 

@@ -23,9 +23,10 @@ from bot.storage.listing import (
     linked_release_folder,
     unreadable_release_folder,
 )
+from bot.storage.remote_hash import linked_between
 from bot.storage.sftp_fs import inside
 from bot.storage.ssh import Connection, reason
-from bot.storage.walk import MAX_ENTRIES, Dirent, Walked, walk
+from bot.storage.walk import Dirent, Walked, walk
 
 if TYPE_CHECKING:
     from bot.storage.sftp import SftpStorage
@@ -79,7 +80,7 @@ def list_staging(storage: SftpStorage, tag: ReleaseTag) -> dict[str, StagedFile]
             {inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular},
         )
         if walked.cut:
-            found[RELEASE_FOLDER] = crowded_release_folder(MAX_ENTRIES)
+            found[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
         return found
 
     return storage._ssh.call(f"list {root}", op)
@@ -103,7 +104,7 @@ def list_public(storage: SftpStorage, folders: Sequence[str]) -> dict[str, Stage
                 ) from err
             if walked.cut:
                 where = f"{where} on {storage.where}"
-                raise StorageError(crowded_public_folder(where, MAX_ENTRIES))
+                raise StorageError(crowded_public_folder(where, walked.limit))
             found.update(walked.entries)
         return found
 
@@ -140,9 +141,12 @@ def _links(longname: str) -> int:
 def read(storage: SftpStorage, tag: ReleaseTag, path: str, limit: int) -> bytes:
     """A small staged file (a signature bundle), whole. Raises :class:`StorageError`
     past ``limit`` bytes, or when it is missing or not a regular file (never followed)."""
-    full = inside(storage._release(tag), path)
+    root = storage._release(tag)
+    full = inside(root, path)
 
     def op(conn: Connection) -> bytes:
+        if "/" in path and linked_between(conn, root, full):  # a folder swapped for a link
+            raise StorageError(f"{path} is not a regular file in {root}.")
         data = read_small(storage, conn, full, limit)
         if data is None:
             raise StorageError(f"{path} is not a regular file in {storage._release(tag)}.")

@@ -35,7 +35,8 @@ class Walked:
     """What a walk found, path → entry, and whether it stopped at the entry budget."""
 
     entries: dict[str, StagedFile]
-    cut: bool = False
+    limit: int  # the entry budget the walk had
+    cut: bool = False  # it stopped there
 
 
 Listdir = Callable[[str, int], list[Dirent]]
@@ -48,16 +49,19 @@ def walk(
     *,
     unreadable: tuple[type[OSError], ...],
     reason: Callable[[OSError], str],
-    max_depth: int = MAX_DEPTH,
-    max_entries: int = MAX_ENTRIES,
+    max_depth: int | None = None,
+    max_entries: int | None = None,
 ) -> Walked:
     """Every entry below ``root`` (its own listing's errors are raised), keyed by path
     under ``prefix``. A sub-folder whose listing raises one of ``unreadable`` is reported
     with ``reason(err)``, an empty one and an odd name are reported; a folder more than
     ``max_depth`` folders below ``root`` is not entered, its top folder reported; past
-    ``max_entries`` entries the walk stops (``cut``)."""
+    ``max_entries`` entries the walk stops (``cut``). The budgets default to
+    :data:`MAX_DEPTH` and :data:`MAX_ENTRIES`."""
+    max_depth = MAX_DEPTH if max_depth is None else max_depth
+    limit = MAX_ENTRIES if max_entries is None else max_entries
     found: dict[str, StagedFile] = {}
-    left = max_entries
+    left = limit
     pending = [(root, prefix, 0)]  # folders still to list: (where, key prefix, depth)
     while pending:
         folder, path, depth = pending.pop()
@@ -75,7 +79,7 @@ def walk(
         if not entries and depth > 0:
             found[path + "/"] = empty_folder(path + "/")
         if len(entries) > left:
-            return Walked(dict(sorted(found.items())), cut=True)
+            return Walked(dict(sorted(found.items())), limit, cut=True)
         left -= len(entries)
         for entry in entries:
             inner = f"{path}/{entry.name}" if path else entry.name
@@ -96,7 +100,7 @@ def walk(
                 found[inner] = StagedFile(
                     inner, entry.size, entry.mtime, regular, links=entry.links if regular else 1
                 )
-    return Walked(dict(sorted(found.items())))
+    return Walked(dict(sorted(found.items())), limit)
 
 
 def _top(path: str, prefix: str) -> str:
