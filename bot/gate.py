@@ -47,6 +47,7 @@ from bot.ports import Chat, Journal, Purger, Registry, SignatureVerifier, Storag
 from bot.refusals import CodeRefused, NotAllowed, Refusal, refusal_reason
 from bot.render import help_text
 from bot.services import Services
+from bot.storage.deadlines import Deadlines
 from bot.storage.lock import StorageLease
 from bot.team import Team
 
@@ -160,6 +161,11 @@ class Gate:
     @purger.setter
     def purger(self, purger: Purger | None) -> None:
         self._conn.purger = purger
+
+    @property
+    def reads(self) -> Deadlines:
+        """Every read of staging, each in a thread of its own with a deadline."""
+        return self._services.observer.reads
 
     @property
     def lease(self) -> StorageLease | None:
