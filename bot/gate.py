@@ -274,7 +274,11 @@ class Gate:
                 tags.add(ReleaseTag.parse(name))
             except RelbotError:
                 continue  # a folder that is not a release: not ours to judge
-        tags.update(t for t in self.store.open_tags() if t in tags or self._watched(t))
+        for tag in self.store.open_tags():
+            if tag in tags or self._watched(tag):
+                tags.add(tag)
+            elif self._services.observer.seen(tag) is not None:
+                self._services.forget(tag)  # gone from staging: what was seen is stale
         return sorted(tags)
 
     def _watched(self, tag: ReleaseTag) -> bool:

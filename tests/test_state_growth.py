@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -368,3 +369,72 @@ def test_folding_more_events_leaves_the_earlier_state_as_it_was(tmp_path: Path) 
 
     assert earlier == kept and "macos" in earlier.claims
     assert later == fold(TAG, store.events(TAG))
+
+
+# -- refused commands and releases with nothing left to watch ---------------------------------
+
+
+async def test_5000_refused_commands_on_distinct_tags_keep_nothing(world: World) -> None:
+    world.stage("3.14.1")
+    await world.say("ned", "/ready macos 3.14.1")
+    await world.gate.scan()
+    before = (
+        world.store.last_id(),
+        world.store.tags(),
+        await world.gate.open_tags(),
+        world.gate.recorded_open_tags(),
+        world.gate.retained_tags(),
+    )
+
+    for n in range(5000):
+        tag = f"3.{20 + n // 1000}.{n % 1000}"
+        line = (f"/hold {tag} typo", f"/ready macos {tag}", f"/unready macos {tag}")[n % 3]
+        person = ("ned", "steve")[n % 2]
+        reply = await world.say(person, line)
+        assert reply.private, reply.text
+
+    after = (
+        world.store.last_id(),
+        world.store.tags(),
+        await world.gate.open_tags(),
+        world.gate.recorded_open_tags(),
+        world.gate.retained_tags(),
+    )
+    assert after == before
+    assert (
+        world.gate.metrics.refusals["rule"] + world.gate.metrics.refusals.get("not_allowed", 0)
+        == 5000
+    )
+
+
+async def test_a_release_with_nothing_staged_public_held_or_claimed_is_pruned(
+    world: World,
+) -> None:
+    world.stage("3.14.1")
+    world.stage("3.14.5")
+    assert not (await world.say("eve", "/hold 3.14.5 wait")).private
+    assert not (await world.say("eve", "/unhold 3.14.5")).private
+    assert not (await world.say("hugo", "/waive 3.14.5 macos not this time")).private
+    assert "3.14.5" in (await world.say("eve", "/status")).text
+    shutil.rmtree(world.staging / "3.14.5")  # the upload was a mistake
+
+    await world.gate.scan()
+
+    tag = ReleaseTag.parse("3.14.5")
+    assert tag not in await world.gate.open_tags()
+    assert tag not in world.gate.recorded_open_tags()
+    assert "3.14.5" not in (await world.say("eve", "/status")).text
+    assert tag in world.store.open_tags()  # its history is kept, and shown when asked
+    assert "3.14.5" in (await world.say("eve", "/status 3.14.5")).text
+    world.stage("3.14.5")  # staged again: watched again, its waiver still in force
+    assert tag in await world.gate.open_tags()
+    assert "waived" in (await world.say("eve", "/status 3.14.5")).text
+
+
+async def test_a_waiver_on_a_release_nobody_staged_is_refused_and_records_nothing(
+    world: World,
+) -> None:
+    reply = await world.say("hugo", "/waive 3.14.77 macos not this time")
+
+    assert reply.private and "not a release anyone has staged or acted on" in reply.text
+    assert world.store.tags() == []
