@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -185,18 +185,25 @@ class Profile:
                 self._rules.clear()
             expected = self._expected_as_named(tag)
             status = self.status(tag)
-            allowed = tuple(
+            allowed = [
                 (_pattern_re(_join(spec.folder, expand(rule.name, tag))), role)
                 for role in self.roles_for(tag)
                 for spec in (self.spec.roles[role],)
                 for rule in spec.allowed
                 if rule.applies_to(tag, status)
+            ]
+            # One alternation, tried in order as the rules are: the first rule that matches
+            # the whole path names its role (group ``r3`` is the fourth rule).
+            either = "|".join(
+                f"(?P<r{i}>{pattern.pattern})" for i, (pattern, _) in enumerate(allowed)
             )
             rules = _TagRules(
                 expected,
+                tuple((_pattern_re(f.pattern), f.role) for f in expected if f.pattern),
                 {f.path: Classification(FileKind.REQUIRED, f.role) for f in expected},
                 tuple(rule.suffix for rule in self.spec.sidecars if rule.applies_to(tag)),
-                allowed,
+                re.compile(either) if allowed else None,
+                tuple(role for _, role in allowed),
             )
             self._rules[tag] = rules
         return rules
@@ -208,7 +215,16 @@ class Profile:
 
     def classify(self, tag: ReleaseTag, path: str) -> Classification:
         """Say whether ``path`` is required, allowed or a sidecar of ``tag``, and whose."""
-        return self._classifier(tag).get(path) or self._classify_slow(tag, path)
+        return self.classifier(tag)(path)
+
+    def classifier(self, tag: ReleaseTag) -> Callable[[str], Classification]:
+        """:meth:`classify` for ``tag``, for many paths (the tag's rules looked up once)."""
+        rules = self._tag_rules(tag)
+
+        def classify(path: str) -> Classification:
+            return rules.required.get(path) or self._classify_slow(rules, classify, path)
+
+        return classify
 
     def public_folder(self, tag: ReleaseTag, role: str | None = None) -> str:
         """The folder under the public root that ``role``'s files go to (default: artifacts)."""
@@ -234,22 +250,21 @@ class Profile:
         """The (identity, issuer) expected to sign ``tag``, if the profile names one."""
         return self.spec.signers.get(tag.branch)
 
-    def _classifier(self, tag: ReleaseTag) -> Mapping[str, Classification]:
-        return self._tag_rules(tag).required
-
-    def _classify_slow(self, tag: ReleaseTag, path: str) -> Classification:
-        rules = self._tag_rules(tag)
-        for file in rules.expected:
-            if file.pattern is not None and _pattern_re(file.pattern).fullmatch(path):
-                return Classification(FileKind.REQUIRED, file.role)
-        for suffix in rules.sidecars:
+    @staticmethod
+    def _classify_slow(
+        rules: _TagRules, classify: Callable[[str], Classification], path: str
+    ) -> Classification:
+        for pattern, role in rules.matched:
+            if pattern.fullmatch(path):
+                return Classification(FileKind.REQUIRED, role)
+        for suffix in rules.sidecars if path.endswith(rules.sidecars) else ():
             if path.endswith(suffix):
-                owner = self.classify(tag, path[: -len(suffix)])
+                owner = classify(path[: -len(suffix)])
                 if owner.kind in (FileKind.REQUIRED, FileKind.ALLOWED):
                     return Classification(FileKind.SIDECAR, owner.role)
-        for pattern, role in rules.allowed:
-            if pattern.fullmatch(path):
-                return Classification(FileKind.ALLOWED, role)
+        if rules.allowed is not None and (found := rules.allowed.fullmatch(path)):
+            rule = int((found.lastgroup or "r0")[1:])
+            return Classification(FileKind.ALLOWED, rules.allowed_roles[rule])
         return Classification(FileKind.UNEXPECTED)
 
 
@@ -261,9 +276,11 @@ class _TagRules:
     """A profile's rules worked out for one tag."""
 
     expected: tuple[ExpectedFile, ...]  # as named (a ``match`` not applied)
+    matched: tuple[tuple[re.Pattern[str], str], ...]  # (``match`` pattern, role)
     required: Mapping[str, Classification]
     sidecars: tuple[str, ...]  # the suffixes of the sidecars that apply
-    allowed: tuple[tuple[re.Pattern[str], str], ...]  # (pattern, role)
+    allowed: re.Pattern[str] | None  # every allowed rule's pattern, one group each
+    allowed_roles: tuple[str, ...]  # the role of each group, in order
 
 
 def load_profile(name_or_path: str, base: Path | None = None) -> Profile:

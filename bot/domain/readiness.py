@@ -190,10 +190,11 @@ def compute_readiness(
             )
         )
     stray = []
+    classify = profile.classifier(tag)
     for path, entry in sorted(listing.items()):
         if path in required or entry.is_empty_folder:
             continue
-        kind = profile.classify(tag, path)
+        kind = classify(path)
         status = FileStatus.ALREADY_PUBLIC if path in public else _status(entry, previous)
         waivable = not entry.problem and not entry.has_partial_name
         if path in excused and waivable and kind.kind is FileKind.UNEXPECTED:
