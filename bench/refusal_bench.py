@@ -1,17 +1,22 @@
-"""What refused commands cost afterwards: one ``/status`` after 5,000 refusals (strangers and
-team members both) against one after none, on the real gate (SQLite file, local folders).
+"""What refused commands cost afterwards: ``/status`` and the board's index after 5,000
+refusals (strangers and team members both) against after none, on the real gate (SQLite
+file, local folders) behind the real health server.
 
     .venv/bin/python bench/refusal_bench.py [--refusals 5000] [--runs 200]
 
-Half the refusals come from strangers, each naming another release (logged, never stored);
-the other half from team members, on the release and on other releases (audited: each is an
-event). Prints a table; not a test.
+Half the refusals come from strangers, each naming another release; the other half from team
+members, on the release and on other releases, each on a tag of its own. None is stored (each
+is one log line), so nothing grows. ``GET /`` is asked on a fresh connection with the
+board's cached page dropped each time, so what is measured is a rendering.
+Prints a table; not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import socket
 import statistics
 import sys
 import tempfile
@@ -21,7 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bot.board_http import BoardRoutes
 from bot.domain.tags import ReleaseTag
+from bot.health import HealthServer
 from bot.state import StateStore
 from tests.conftest import World  # the test team, reused as the bench team
 
@@ -58,18 +65,41 @@ def elsewhere(n: int) -> str:
 
 async def refuse(world: World, count: int) -> float:
     """``count`` refused commands: half from strangers, each naming another release; a
-    quarter from steve publishing the release (not an RM); a quarter from ned naming other
-    releases. Returns the seconds taken."""
+    quarter from steve publishing the release (not an RM); a quarter from ned holding or
+    readying other releases, each a tag of its own. Returns the seconds taken."""
     started = time.perf_counter()
     for n in range(count):
         if n % 2:
             reply = await world.gate.handle("slack", f"U{n:06d}", f"/ready macos {elsewhere(n)}")
         elif n % 4:
             reply = await world.say("steve", f"/publish {TAG}")
+        elif n % 8:
+            reply = await world.say("ned", f"/hold {elsewhere(n)} mine")
         else:
             reply = await world.say("ned", f"/ready macos {elsewhere(n)}")
         assert reply.private, reply.text
     return time.perf_counter() - started
+
+
+def board_index(port: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/")
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    assert response.status == 200, response.status
+
+
+def index_rendered(routes: BoardRoutes, port: int, runs: int) -> float:
+    """Median ms of ``GET /``, rendered afresh each time (its cached page dropped first, as
+    a new event would)."""
+    samples = []
+    for _ in range(runs):
+        routes._pages.clear()
+        started = time.perf_counter()
+        board_index(port)
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
 
 
 async def measure(refusals: int, runs: int) -> None:
@@ -78,6 +108,13 @@ async def measure(refusals: int, runs: int) -> None:
         world.stage(TAG)
         await world.say("ned", f"/ready macos {TAG}")
         path = world.store.path
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        server = HealthServer(world.gate.metrics, 30, port)
+        routes = BoardRoutes(world.gate)
+        server.serve_board(routes)
+        await server.start()
 
         async def status() -> object:
             return await world.say("eve", f"/status {TAG}")
@@ -90,12 +127,14 @@ async def measure(refusals: int, runs: int) -> None:
             spent = await refuse(world, extra) if extra else 0.0
             median, p95 = await timed(runs, status)
             median_all, _ = await timed(runs, status_all)
+            index = await asyncio.to_thread(index_rendered, routes, port, min(runs, 50))
             rows.append(
                 (
                     label,
                     median,
                     p95,
                     median_all,
+                    index,
                     cold_read(path, min(runs, 50)),
                     len(world.store.events(ReleaseTag.parse(TAG))),
                     len(world.store.tags()),
@@ -103,23 +142,24 @@ async def measure(refusals: int, runs: int) -> None:
                     spent,
                 )
             )
+        await server.stop()
 
     print(f"/status {TAG} on local storage, {runs} runs each (ms: median, p95)\n")
     head = (
-        f"{'':<24} {'/status TAG':>11} {'p95':>7} {'/status':>8} {'cold fold':>10} "
+        f"{'':<24} {'/status TAG':>11} {'p95':>7} {'/status':>8} {'GET /':>7} {'cold fold':>10} "
         f"{'events':>7} {'tags':>5} {'in memory':>10} {'refusing':>9}"
     )
     print(head)
     print("-" * len(head))
-    for label, median, p95, median_all, cold, events, tags, kept, spent in rows:
+    for label, median, p95, median_all, index, cold, events, tags, kept, spent in rows:
         print(
-            f"{label:<24} {median:>11.2f} {p95:>7.2f} {median_all:>8.2f} {cold:>10.2f} "
-            f"{events:>7} {tags:>5} {kept:>10} {spent:>8.1f}s"
+            f"{label:<24} {median:>11.2f} {p95:>7.2f} {median_all:>8.2f} {index:>7.2f} "
+            f"{cold:>10.2f} {events:>7} {tags:>5} {kept:>10} {spent:>8.1f}s"
         )
     print(
-        "\ncold fold: open the state file and fold the release, as `relbot status` does; "
-        "events: the release's log; tags: releases the log names; in memory: releases the "
-        "gate keeps locks or caches for."
+        "\nGET /: the board's index rendered afresh; cold fold: open the state "
+        "file and fold the release, as `relbot status` does; events: the release's log; "
+        "tags: releases the log names; in memory: releases the gate keeps locks or caches for."
     )
 
 

@@ -22,6 +22,9 @@ from bot.gate import Observed
 from bot.render import event_detail, role_line, when
 
 TIMELINE_LIMIT = 200  # newest events shown; `relbot audit TAG` has them all
+# Files shown, the roles' first, then stray ones: a page and its JSON stay small whatever
+# staging holds (the rest is counted).
+FILES_SHOWN = 300
 
 
 class RoleState(StrEnum):
@@ -118,6 +121,7 @@ class ReleaseView:
     signatures_required: bool = False
     last_event: int = 0  # the id of the release's newest event (0: none): a cursor
     aborted: AbortView | None = None
+    files_not_shown: int = 0  # entries past FILES_SHOWN, counted only
 
     @property
     def publishable(self) -> bool:
@@ -170,6 +174,7 @@ class ReleaseView:
                 }
                 for f in self.files
             ],
+            "files_not_shown": self.files_not_shown,
             "signatures_required": self.signatures_required,
             "holds": [{"by": h.by, "reason": h.reason, "at": _iso(h.at)} for h in self.holds],
             "waivers": [
@@ -202,9 +207,11 @@ def release_view(
     if readiness is not None:
         roles = tuple(_role_view(r, str(tag)) for r in readiness.roles)
         files = _staged_files(profile, readiness, observed)
+        total = sum(len(r.files) for r in readiness.roles) + len(readiness.stray)
     else:
         roles = tuple(_role_from_state(role, state) for role in profile.roles_for(tag))
         files = _planned_files(state)
+        total = len(files)
     newest = tuple(
         EventView(e.at, e.actor, e.kind.value, event_detail(e))
         for e in reversed(events[-TIMELINE_LIMIT:])
@@ -215,7 +222,7 @@ def release_view(
         publishing=state.publishing is not None and not state.is_published,
         blockers=observed.blockers,
         roles=roles,
-        files=files,
+        files=files[:FILES_SHOWN],
         holds=tuple(NoteView(h.person, h.reason, h.at) for h in state.holds.values()),
         waivers=_waivers(state),
         plan=_plan_view(state, now),
@@ -227,6 +234,7 @@ def release_view(
         signatures_required=signatures_required,
         last_event=events[-1].id if events else 0,
         aborted=_last_abort(events),
+        files_not_shown=max(0, total - FILES_SHOWN),
     )
 
 
@@ -298,7 +306,7 @@ def _staged_files(
                     target=profile.public_target(readiness.tag, role.role, f.path),
                 )
             )
-    for f in readiness.stray:
+    for f in readiness.stray[: max(0, FILES_SHOWN - len(files))]:
         digest = observed.digests.get(f.path)
         files.append(FileView(f.path, None, f.status.value, False, f.size, digest, None, "", None))
     return tuple(files)

@@ -286,8 +286,9 @@ def _files(view: ReleaseView) -> str:
         return "<p>Staging has not been listed since the bot started; it is at the next scan.</p>"
     rows = [_file_row(f, view.signatures_required) for f in view.files]
     rule = "required" if view.signatures_required else "shown, not required"
+    more = f", and {view.files_not_shown} more entries not shown" if view.files_not_shown else ""
     caption = (
-        f"{len(view.files)} files (signatures {rule}); "
+        f"{len(view.files)} files{more} (signatures {rule}); "
         "where each goes is relative to the public folder"
     )
     headers = ["File", "Role", "Status", "Size", "SHA-256", "Signature", "Goes to"]

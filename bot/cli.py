@@ -32,6 +32,7 @@ from bot.render import audit_line
 from bot.serving import refresh_release_cycle, run_console, run_platforms
 from bot.state import OwnerLock, StateStore
 from bot.storage.lock import Holder, LateLease, StorageLease
+from bot.storage.overlap import lock_unless_overlapping, refuse_overlap_on_server
 
 if TYPE_CHECKING:
     pass
@@ -195,10 +196,11 @@ def _storage_lease(config: Config, holder: Holder) -> StorageLease:
     storage cannot be reached now (the bot then starts, and publishes nothing until then)."""
     storage = build_storage(config)
     try:
+        refuse_overlap_on_server(storage)  # a link on the server can make them one folder
         return storage.lock(holder)
     except StagingUnreachable as err:
         log.warning("storage lock not taken yet, the storage is unreachable: %s", err)
-        return LateLease(functools.partial(storage.lock, holder))
+        return LateLease(functools.partial(lock_unless_overlapping, storage, holder))
 
 
 def _manifest(config: Config, args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from bot.connections import Connections
 from bot.domain import commands as cmd
 from bot.domain.blockers import publish_blockers
 from bot.domain.confirmation import hash_code
-from bot.domain.history import EventKind, ReleaseState
+from bot.domain.history import ReleaseState
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
@@ -57,6 +57,7 @@ from bot.ports import (
 from bot.refusals import CodeRefused, NotAllowed, Refusal, refusal_reason
 from bot.render import help_text
 from bot.services import Services
+from bot.storage.deadlines import Deadlines
 from bot.storage.lock import StorageLease
 from bot.team import Team
 
@@ -211,6 +212,11 @@ class Gate:
         self._conn.forum = forum
 
     @property
+    def reads(self) -> Deadlines:
+        """Every read of staging, each in a thread of its own with a deadline."""
+        return self._services.observer.reads
+
+    @property
     def lease(self) -> StorageLease | None:
         """The storage lock, held by `relbot run`."""
         return self._conn.lease
@@ -258,7 +264,7 @@ class Gate:
             try:
                 return await handlers.dispatch(self._services, person, command)
             except Refusal as err:
-                return self._refuse(tag, person, text, str(err), why=refusal_reason(err))
+                return self._refuse(person, text, str(err), why=refusal_reason(err))
             except StorageError as err:
                 return Reply(
                     f"{err} Nothing was changed; try again shortly.",
@@ -285,7 +291,9 @@ class Gate:
                         raise
                     except StorageError as err:  # one release's trouble: scan the others
                         self.metrics.scan_failures += 1
-                        log.warning("scan of %s failed: %s", tag, err)
+                        await reporter.scan_failed(tag, err)
+                    else:
+                        await reporter.scan_done(tag)
         except StorageError as err:
             self.metrics.scan_failures += 1
             await reporter.staging_down(err)
@@ -305,25 +313,46 @@ class Gate:
                         await self._services.pipeline.run(state)
 
     async def open_tags(self) -> list[ReleaseTag]:
-        """Releases with a staging folder, or with history and not yet published."""
-        names = await asyncio.to_thread(self.storage.staged_tags)
+        """Releases with a staging folder, or with history, not yet published, and something
+        left to watch (see :meth:`recorded_open_tags`)."""
+        names = await self._services.observer.staged_tags()
         tags = set()
         for name in names:
             try:
                 tags.add(ReleaseTag.parse(name))
             except RelbotError:
                 continue  # a folder that is not a release: not ours to judge
-        tags.update(self.store.open_tags())
+        for tag in self.store.open_tags():
+            if tag in tags or self._watched(tag):
+                tags.add(tag)
+            elif self._services.observer.seen(tag) is not None:
+                self._services.forget(tag)  # gone from staging: what was seen is stale
         return sorted(tags)
+
+    def _watched(self, tag: ReleaseTag) -> bool:
+        """Whether a recorded release whose staging folder is gone (or never came) still
+        has something to watch: a claim, a hold, a plan, a publish. One with nothing staged,
+        nothing public and no hold is pruned from scans, ``/status`` and the board, so what
+        is left of old commands costs nothing (its history stays in the log)."""
+        state = self.store.release(tag)
+        busy = state.offer is not None or state.publishing is not None
+        return busy or bool(state.claims or state.holds) or state.is_published
 
     def listed_tags(self) -> list[ReleaseTag]:
         """Releases whose staging the bot has listed since it started (no I/O)."""
         return self._services.observer.listed_tags()
 
     def recorded_open_tags(self) -> list[ReleaseTag]:
-        """Releases with history and not yet published, from the journal alone (no storage
-        I/O): what a platform offers when the staging cannot be listed."""
-        return self.store.open_tags()
+        """Releases with history, not yet published, and listed since the start or with
+        something to watch, from the journal alone (no storage I/O): what a platform offers
+        when the staging cannot be listed, and what the board shows."""
+        listed = set(self.listed_tags())
+        return [t for t in self.store.open_tags() if t in listed or self._watched(t)]
+
+    def looks(self) -> tuple[object, ...]:
+        """What the gate last saw of every release, as objects that each new look replaces
+        (the board caches what it renders on them)."""
+        return self._services.observer.looks()
 
     def retained_tags(self) -> set[str]:
         """The releases this gate keeps anything for in memory (locks, observations,
@@ -341,7 +370,7 @@ class Gate:
         readiness, digests = None, {}
         if listing is not None and not state.is_published and state.publishing is None:
             assert seen is not None
-            readiness = observer.readiness(tag, listing, seen.previous, state)
+            readiness = await observer.readiness(tag, listing, seen.previous, state)
             digests = observer.known_digests(tag, listing)
         rms = self.team.rms_of(tag.branch)
         blockers = publish_blockers(state, rms, listing, readiness, digests)
@@ -370,11 +399,10 @@ class Gate:
         seen.preflight = (self._clock(), objection)
         return objection
 
-    def _refuse(
-        self, tag: ReleaseTag | None, actor: str, text: str, reason: str, *, why: str = "rule"
-    ) -> Reply:
-        if tag is not None:
-            self.store.append(tag, actor, EventKind.REFUSED, command=_redact(text), reason=reason)
+    def _refuse(self, actor: str, text: str, reason: str, *, why: str = "rule") -> Reply:
+        # Logged, never journaled: a refusal changes nothing, and refused commands on
+        # thousands of tags must not grow the state, the board or the scans.
+        log.info("refused %r from %s: %s", _redact(text), actor, reason)
         return Reply(reason, Tone.REFUSAL, refusal=why)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from bot.http_guard import ConnectionGuard, GuardedSite
 from bot.metrics import CONTENT_TYPE, Metrics
 
 if TYPE_CHECKING:
@@ -26,24 +27,38 @@ class HealthServer:
         self._stale_after = 3 * poll_interval
         self._host, self._port = host, port
         self._runner: web.AppRunner | None = None
+        self.guard = ConnectionGuard()
 
     async def start(self) -> None:
-        app = web.Application()
+        guard = self.guard
+        app = web.Application(middlewares=[guard.middleware])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics_text)
         if self._board is not None:  # the release board: /, /releases/TAG, /api/releases/TAG
             self._board.register(app.router)
-        self._runner = web.AppRunner(app, access_log=None)
+        # Header and idle timeouts, a connection limit, one log line per kind of failure:
+        # bot/http_guard.py. aiohttp's own keep-alive timeout is only a backstop behind it.
+        # A request whose connection was cut is cancelled: nobody waits for its answer.
+        self._runner = web.AppRunner(
+            app, access_log=None, keepalive_timeout=2 * guard.idle, handler_cancellation=True
+        )
         await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
+        guard.start()
+        try:
+            await GuardedSite(self._runner, self._host, self._port, guard).start()
+        except OSError:
+            await self.stop()
+            raise
 
     def serve_board(self, board: BoardRoutes) -> None:
         """Serve the release board too (call before :meth:`start`)."""
         self._board = board
 
     async def stop(self) -> None:
+        await self.guard.stop()
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
 
     async def _healthz(self, request: web.Request) -> web.Response:
         now, m = time.time(), self._metrics

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -22,8 +23,11 @@ from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, compute_readiness
 from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import shown
 from bot.index_publishing import IndexCheck, IndexInspector
 from bot.refusals import Refusal
+from bot.render import count
+from bot.storage.deadlines import READ_SECONDS, Deadlines
 from bot.storage.listing import RELEASE_FOLDER
 
 MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
@@ -50,6 +54,7 @@ class Observer:
         require_signatures: bool,
         sleep: Callable[[float], Awaitable[None]],
         settle_seconds: float,
+        read_seconds: float = READ_SECONDS,
     ) -> None:
         self.profile = profile
         self._conn = conn
@@ -60,6 +65,8 @@ class Observer:
         self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._bundles: dict[tuple[str, str], tuple[tuple[int, float], bytes]] = {}
         self.index = IndexInspector.for_profile(conn.storage, profile)
+        # Every read of staging (listings, hashes, bundles, the index) goes through here.
+        self.reads = Deadlines(read_seconds)
 
     # -- what was seen (no I/O) --------------------------------------------------------------
 
@@ -87,21 +94,25 @@ class Observer:
             if name == str(tag) and path in listing and listing[path].stamp == stamp
         }
 
-    def readiness(
+    async def readiness(
         self, tag: ReleaseTag, listing: Listing, previous: Listing | None, state: ReleaseState
     ) -> Readiness:
-        """Readiness from a listing, with the signature verdicts last checked."""
+        """Readiness from a listing, with the signature verdicts last checked (worked out in
+        a worker thread: a listing may hold tens of thousands of entries)."""
         seen = self._seen.get(str(tag))  # not sight(): a status must not grow the cache
-        readiness = compute_readiness(
-            self.profile,
-            tag,
-            listing,
-            previous=previous,
-            claims=state.claims,
-            withdrawals=state.withdrawals,
-            holds=tuple(state.holds.values()),
-            waivers=tuple(state.waivers.values()),
-            public=((seen.public if seen else None) or {}) if state.is_published else (),
+        readiness = await asyncio.to_thread(
+            functools.partial(
+                compute_readiness,
+                self.profile,
+                tag,
+                listing,
+                previous=previous,
+                claims=state.claims,
+                withdrawals=state.withdrawals,
+                holds=tuple(state.holds.values()),
+                waivers=tuple(state.waivers.values()),
+                public=((seen.public if seen else None) or {}) if state.is_published else (),
+            )
         )
         index = seen.index if seen is not None else None
         return replace(
@@ -109,6 +120,16 @@ class Observer:
             signatures=seen.signatures if seen is not None else (),
             signatures_required=self._require_signatures,
             install_index=index.verdict if index else None,
+        )
+
+    def looks(self) -> tuple[object, ...]:
+        """What was last seen of every release, as the objects themselves: each look
+        replaces them (never changes them in place), so a view built from the same objects
+        (compared with ``is``) is still true."""
+        return tuple(
+            part
+            for name, s in sorted(self._seen.items())
+            for part in (name, s.listing, s.previous, s.public, s.signatures, s.index, s.preflight)
         )
 
     def retained_tags(self) -> set[str]:
@@ -135,18 +156,33 @@ class Observer:
         listing = await self.list(tag)
         await self.list_public(tag, state)
         previous = self.last_listing(tag)
-        if settle and previous != listing:
+        # Compared in a worker thread: a listing may hold tens of thousands of entries.
+        if settle and await asyncio.to_thread(operator.ne, previous, listing):
             await self._sleep(self._settle)
             previous, listing = listing, await self.list(tag)
         self.sight(tag).listing = listing
         self.sight(tag).previous = previous
-        readiness = await self.check_signatures(self.readiness(tag, listing, previous, state))
+        readiness = await self.check_signatures(await self.readiness(tag, listing, previous, state))
         return await self.check_index(readiness, listing), listing
+
+    async def staged_tags(self) -> list[str]:
+        """The names of the folders in staging (one listing)."""
+        return await self.reads.run(
+            "staging", "Listing the staging folder", self._conn.storage.staged_tags
+        )
+
+    async def list_staging(self, tag: ReleaseTag) -> Listing | None:
+        """Staging's listing of ``tag``, None when it has no folder there."""
+        return await self.reads.run(
+            f"list {tag}",
+            f"Listing the staging folder of {tag}",
+            functools.partial(self._conn.storage.list_staging, tag),
+        )
 
     async def list(self, tag: ReleaseTag) -> Listing:
         """Staging's listing of ``tag``; raises :class:`Refusal` when there is none."""
         storage = self._conn.storage
-        listing = await asyncio.to_thread(storage.list_staging, tag)
+        listing = await self.list_staging(tag)
         if listing is None:
             raise Refusal(
                 f"Nothing is staged for {tag} yet; upload the files to "
@@ -159,14 +195,18 @@ class Observer:
 
     async def late(self, tag: ReleaseTag) -> bool:
         """Whether files are staged for ``tag``: for a published release, late files."""
-        return bool(await asyncio.to_thread(self._conn.storage.list_staging, tag))
+        return bool(await self.list_staging(tag))
 
     async def list_public(self, tag: ReleaseTag, state: ReleaseState) -> None:
         """For a published release, list what is public (one listing per folder), so late
         files' readiness counts it."""
         if state.is_published:
-            found = await asyncio.to_thread(
-                self._conn.storage.list_public, late.public_folders(self.profile, tag)
+            found = await self.reads.run(
+                f"public {tag}",
+                f"Listing the public folders of {tag}",
+                functools.partial(
+                    self._conn.storage.list_public, late.public_folders(self.profile, tag)
+                ),
             )
             self.sight(tag).public = late.as_staged(self.profile, tag, found)
 
@@ -176,8 +216,10 @@ class Observer:
         """Judge the staged install index against the live one (bot/index_publishing.py)."""
         if self.index is None:
             return readiness
-        check = await asyncio.to_thread(
-            functools.partial(self.index.check, readiness.tag, listing, fresh=fresh)
+        check = await self.reads.run(
+            f"index {readiness.tag}",
+            f"Checking the install index staged for {readiness.tag}",
+            functools.partial(self.index.check, readiness.tag, listing, fresh=fresh),
         )
         self.sight(readiness.tag).index = check
         return replace(readiness, install_index=check.verdict if check else None)
@@ -192,7 +234,10 @@ class Observer:
         results = []
         for role in readiness.roles:
             for f in role.files:
-                if f.required and f.path in listing and self.profile.needs_signature(tag, f.path):
+                entry = listing.get(f.path)
+                # Only a regular file is hashed: a FIFO or a link there is its own problem.
+                regular = entry is not None and entry.regular
+                if f.required and regular and self.profile.needs_signature(tag, f.path):
                     results.append(await self._signature(tag, f.path, listing))
         self.sight(tag).signatures = tuple(results)
         return replace(readiness, signatures=tuple(results))
@@ -208,8 +253,11 @@ class Observer:
         if cached is not None and cached[0] == entry.stamp:
             bundle = cached[1]
         else:
-            storage = self._conn.storage
-            bundle = await asyncio.to_thread(storage.read, tag, bundle_path, MAX_BUNDLE)
+            bundle = await self.reads.run(
+                f"read {tag}",
+                f"Reading {shown(bundle_path)} staged for {tag}",
+                functools.partial(self._conn.storage.read, tag, bundle_path, MAX_BUNDLE),
+            )
             self._bundles[(str(tag), bundle_path)] = (entry.stamp, bundle)
         digest = (await self.digest(tag, listing, [path]))[path]
         return await asyncio.to_thread(verifier.verify, tag, path, digest, bundle)
@@ -228,8 +276,10 @@ class Observer:
             else:
                 wanted.append(path)
         if wanted:
-            hashed = await asyncio.to_thread(
-                functools.partial(self._conn.storage.digest, tag, wanted, fresh=fresh)
+            hashed = await self.reads.run(
+                f"digest {tag}",
+                f"Hashing {count(len(wanted), 'file')} staged for {tag}",
+                functools.partial(self._conn.storage.digest, tag, wanted, fresh=fresh),
             )
             for path, digest in hashed.items():
                 self._digests[(str(tag), path)] = (listing[path].stamp, digest)

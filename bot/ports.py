@@ -304,6 +304,10 @@ class Journal(Protocol):
         """Every event of ``tag``, oldest first."""
         ...
 
+    def last_id(self) -> int:
+        """The id of the newest event of any release (0 for none)."""
+        ...
+
     def release(self, tag: ReleaseTag) -> ReleaseState:
         """``tag``'s state, folded from its events."""
         ...

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from bot.domain.commands import USAGE
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
-from bot.domain.readiness import FileStatus, Readiness, RoleReadiness
+from bot.domain.readiness import NAMED, FileStatus, Readiness, RoleReadiness, described
 from bot.domain.release_cycle import SOURCE_ONLY
 from bot.domain.signing import SignatureStatus
 from bot.domain.text import shown
@@ -73,7 +73,7 @@ def role_line(role: RoleReadiness, tag: str) -> tuple[str, str]:
     if role.already_public:
         return "public", f"{count(len(role.files), 'file')} published earlier"
     if role.problems:
-        detail = ", ".join(f.describe() for f in role.problems)
+        detail = described(role.problems)
         return "incomplete", f"{len(role.problems)} of {len(required)} files not ready: {detail}"
     size = size_text(sum(f.size or 0 for f in role.present))
     if role.claim is not None:
@@ -108,8 +108,15 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     for role in readiness.roles:
         word, detail = role_line(role, tag)
         lines.append(f"  {role.role:<8} {word:<10} {detail}")
-    lines += [f"  staging: {f.describe()}" for f in readiness.stray]
-    lines += [f"  note: {hard_link_note(path)}" for path in readiness.hard_linked]
+    # Named up to a few, then counted: a summary stays one screen whatever staging holds.
+    lines += [f"  staging: {f.describe()}" for f in readiness.stray[:NAMED]]
+    if len(readiness.stray) > NAMED:
+        strays = len(readiness.stray) - NAMED
+        lines.append(f"  staging: {strays} more unexpected entries, not named here")
+    lines += [f"  note: {hard_link_note(path)}" for path in readiness.hard_linked[:NAMED]]
+    if len(readiness.hard_linked) > NAMED:
+        linked = len(readiness.hard_linked) - NAMED
+        lines.append(f"  note: {linked} more files with another name, not named here")
     lines += [
         f"  on hold by {h.person}" + (f": {shown(h.reason)}" if h.reason else "")
         for h in readiness.holds

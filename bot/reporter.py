@@ -35,6 +35,7 @@ class Told:
     summary_text: str = ""
     publishable: bool | None = None  # None until first seen: a restart calls nobody
     pipeline_trouble: str = ""  # the last reason a publish stopped, told to the channel
+    scan_trouble: str = ""  # why the last scan of the release could not finish, as told
 
 
 @dataclass
@@ -84,6 +85,22 @@ class Reporter:
         if told.pipeline_trouble != text:
             told.pipeline_trouble = text
             await self.notice(tag, text, mentions=mentions)
+
+    async def scan_failed(self, tag: ReleaseTag, err: StorageError) -> None:
+        """A scan could not finish looking at ``tag`` (the others were scanned): logged
+        every time, told to the channel once per new reason."""
+        log.warning("scan of %s failed: %s", tag, err)
+        told = self._told.setdefault(str(tag), Told())
+        if told.scan_trouble != str(err):
+            told.scan_trouble = str(err)
+            await self.notice(tag, f"Cannot scan {tag}: {err} The next scan tries again.")
+
+    async def scan_done(self, tag: ReleaseTag) -> None:
+        """A scan looked at ``tag`` through: say so once after it could not."""
+        told = self._told.get(str(tag))
+        if told is not None and told.scan_trouble:
+            told.scan_trouble = ""
+            await self.notice(tag, f"{tag} can be scanned again.")
 
     async def summary(self, readiness: Readiness, state: ReleaseState) -> None:
         """Post the release's summary, or edit it in place; nothing when it reads the same."""

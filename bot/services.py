@@ -75,11 +75,20 @@ class Services:
         kept = self.locks.keys() | self.observer.retained_tags()
         return kept | self.reporter.retained_tags()
 
+    async def require_known(self, tag: ReleaseTag) -> None:
+        """Refuse a command that would record something about a release nobody staged or
+        acted on: a typo (3.14.11) would become a release kept and listed for ever."""
+        if tag not in self.store.open_tags() and await self.observer.list_staging(tag) is None:
+            raise Refusal(
+                f"{tag} is not a release anyone has staged or acted on; check the tag "
+                "(/status lists the open releases)."
+            )
+
     async def refresh(self, tag: ReleaseTag) -> None:
         """Re-render the summary from the last listing seen (no new listing)."""
         state = self.store.release(tag)
         listing = self.observer.last_listing(tag) or {}
-        await self.reporter.summary(self.observer.readiness(tag, listing, None, state), state)
+        await self.reporter.summary(await self.observer.readiness(tag, listing, None, state), state)
         if state.is_published:  # its last summary is shown: nothing left to observe
             self.forget(tag)
 
@@ -103,7 +112,7 @@ class Services:
         state = self.store.release(tag)
         if state.publishing is not None:
             return
-        listing = await asyncio.to_thread(self.conn.storage.list_staging, tag)
+        listing = await observer.list_staging(tag)
         if state.is_published and not listing:
             return  # published, and no late files staged
         if listing is None:
@@ -114,7 +123,7 @@ class Services:
         observer.sight(tag).previous = previous
         if await self.withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
-        readiness = observer.readiness(tag, listing, previous, state)
+        readiness = await observer.readiness(tag, listing, previous, state)
         readiness = await observer.check_signatures(readiness)
         readiness = await observer.check_index(readiness, listing)
         await self.reporter.summary(readiness, state)
@@ -156,7 +165,7 @@ class Services:
         readiness, listing = await observer.observe(tag, state, settle=True)
         if await self.withdraw_changed_claims(tag, listing, state):
             state = self.store.release(tag)
-            readiness = observer.readiness(tag, listing, observer.last_listing(tag), state)
+            readiness = await observer.readiness(tag, listing, observer.last_listing(tag), state)
         readiness = await observer.check_index(readiness, listing, fresh=True)
         blockers = readiness.blockers
         if self.conn.registry is not None and not blockers:

@@ -240,6 +240,12 @@ class StateStore:
         assert cursor.lastrowid is not None
         return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
 
+    def last_id(self) -> int:
+        """The id of the newest event of any release, 0 for none: it changes whenever
+        anything is recorded (by this process or another), so views cache on it."""
+        row = self._db.execute("SELECT MAX(id) FROM events").fetchone()
+        return int(row[0] or 0)
+
     def events(self, tag: ReleaseTag) -> list[Event]:
         """``tag``'s events, oldest first; :class:`StateFileError` when one of them cannot
         be read or folded (so ``relbot audit`` shows a release only when it is sound)."""

@@ -182,7 +182,9 @@ class StateFileSource:
                 readiness, listing = await observer.observe(tag, state, settle=False)
             except Refusal:  # the staging folder is gone: every file of it is missing
                 listing = {}
-                readiness = observer.readiness(tag, listing, observer.last_listing(tag), state)
+                readiness = await observer.readiness(
+                    tag, listing, observer.last_listing(tag), state
+                )
             digests = await self._digests(observer, state, listing)
         except StorageError as err:
             raise LookFailed(f"Staging cannot be listed: {err}") from err

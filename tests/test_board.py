@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import socket
 from collections.abc import AsyncIterator
 from html.parser import HTMLParser
@@ -220,7 +221,12 @@ async def test_a_tag_never_seen_is_404(world: World, board: httpx.AsyncClient) -
         assert response.status_code == 404, path
     assert "never seen" in (await board.get("/api/releases/3.14.2")).json()["error"]
     assert (await board.get("/api/releases/3.14.1")).status_code == 200
-    await world.say("hugo", "/hold 3.15.0 not yet")  # known from the log alone
+    refused = await world.say("hugo", "/hold 3.15.0 not yet")  # nobody staged it
+    assert refused.private
+    assert (await board.get("/api/releases/3.15.0")).status_code == 404
+    world.stage("3.15.0")
+    assert not (await world.say("hugo", "/hold 3.15.0 not yet")).private
+    shutil.rmtree(world.staging / "3.15.0")  # known from the log alone
     assert (await board.get("/api/releases/3.15.0")).status_code == 200
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import io
+import json
 import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -19,12 +22,16 @@ from pathlib import Path
 import pytest
 
 from adapters.console import Console, ConsoleChat
+from bot.board import release_view
+from bot.board_html import release_body
 from bot.cli import main
 from bot.config import load_config
+from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
 from bot.gate import Gate
 from bot.scheduler import Poller
 from tests.conftest import World
+from tests.hostile_files import deep_tree_for
 from tests.pinned import RELEASE_CYCLE
 
 SEED = 20261202
@@ -393,3 +400,129 @@ def test_config_fuzz_over_every_keys_type_and_bounds_never_raises(
     # Every outcome was exercised: loading refused, offline checks refused, and all well.
     assert outcomes["refused"] > 50 and outcomes["problems"] >= 5, outcomes
     assert outcomes["valid"] - outcomes["problems"] > 5, outcomes
+
+
+# -- staging mutations ------------------------------------------------------------------------
+
+STAGING_SEED = 20261203
+ODD_NAMES = [
+    os.fsdecode(b"bad\xffname.exe"), "two\nlines.tgz", "esc\x1b[2Kape.zip", "\u202etxt.exe",
+    "x" * 255, ".hidden.part", "trailing space ", "caf\u00e9.pkg", "[#release] 3.14.1.tgz",
+    "-rf", "*", "index-windows.json",
+]  # fmt: skip
+SPECIALS = ["fifo", "dev-zero", "passwd", "dangling", "folder-link", "socket", "folder-for-file"]
+
+
+def mutate_staging(rng: random.Random, release: Path, request: pytest.FixtureRequest) -> list[str]:
+    """A few hostile changes to a staged release: special files where files are expected
+    (bundles included), deep and wide trees, odd names, empty files and folders."""
+    done = []
+    files = sorted(p for p in release.rglob("*") if p.is_file() and not p.is_symlink())
+    for _ in range(rng.randrange(1, 6)):
+        roll = rng.random()
+        if roll < 0.4 and files:
+            target = rng.choice(files)
+            if rng.random() < 0.3:  # its signature bundle instead
+                target = target.with_name(target.name + ".sigstore")
+            kind = rng.choice(SPECIALS)
+            special(target, kind)
+            done.append(f"{kind} {target.name}")
+        elif roll < 0.5:
+            depth = rng.choice([33, 40, 1100])
+            top = release / rng.choice(["docs", "amd64", "deep"]) / f"d{len(done)}"
+            deep_tree_for(request, top, depth)
+            done.append(f"deep {depth}")
+        elif roll < 0.6:
+            wide = release / rng.choice(["amd64", "junk", "docs/more"])
+            wide.mkdir(parents=True, exist_ok=True)
+            for n in range(rng.randrange(100, 600)):
+                (wide / f"f{n:04d}.bin").write_bytes(b"x")
+            done.append(f"wide {wide.name}")
+        elif roll < 0.85:
+            name = rng.choice(ODD_NAMES)
+            folder = release / rng.choice(["", "docs", "amd64"])
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(b"odd" * rng.randrange(2))
+            done.append(f"odd {name!r}")
+        else:
+            (release / "empty" / "deeper").mkdir(parents=True, exist_ok=True)
+            done.append("empty folders")
+    return done
+
+
+def special(path: Path, kind: str) -> None:
+    """Put a special file of ``kind`` at ``path`` (replacing what is there)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        return
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "passwd":
+        path.symlink_to("/etc/passwd")
+    elif kind == "dangling":
+        path.symlink_to(path.parent / "nowhere")
+    elif kind == "folder-link":
+        path.symlink_to("/etc", target_is_directory=True)
+    elif kind == "socket":
+        os.mknod(path, 0o600 | stat.S_IFSOCK)
+    else:
+        path.mkdir()
+
+
+async def one_staging_trial(
+    tmp_path: Path, rng: random.Random, request: pytest.FixtureRequest
+) -> tuple[list[str], list[str]]:
+    """Stage a release, mutate it, then scan, ask, claim, publish and look at the board;
+    returns (what was done, every answer)."""
+    world = World(tmp_path)
+    world.stage("3.14.1")
+    done = mutate_staging(rng, world.staging / "3.14.1", request)
+    tag = ReleaseTag.parse("3.14.1")
+    answers = []
+    await world.gate.scan()
+    answers.append((await world.say("eve", "/status 3.14.1")).text)
+    for person, role in (
+        ("hugo", "source"),
+        ("hugo", "docs"),
+        ("steve", "windows"),
+        ("ned", "macos"),
+    ):
+        answers.append((await world.say(person, f"/ready {role} 3.14.1")).text)
+    await world.gate.scan()
+    plan = await world.say("hugo", "/publish 3.14.1")
+    answers.append(plan.text)
+    if plan.confirm is not None:
+        answers.append((await world.say("hugo", plan.confirm.line)).text)
+        for path in world.public.rglob("*"):
+            assert path.is_dir() or (path.is_file() and not path.is_symlink()), path
+    view = release_view(
+        world.profile,
+        tag,
+        await world.gate.observed(tag),
+        world.store.events(tag),
+        now=world.clock(),
+    )
+    answers.append(release_body(view))
+    answers.append(json.dumps(view.to_json()))
+    answers += [m.text for m in world.chat.posts]
+    world.store.close()
+    return done, answers
+
+
+def test_staging_fuzz_never_raises_never_hangs_and_never_publishes_what_is_not_a_file(
+    tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = random.Random(STAGING_SEED)
+    passwd = hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
+    for trial in range(30):
+        folder = tmp_path / f"t{trial}"
+        folder.mkdir()
+        done, answers = asyncio.run(asyncio.wait_for(one_staging_trial(folder, rng, request), 120))
+        for text in answers:
+            text.encode("utf-8")  # printable by a strict UTF-8 console
+            assert "\x1b" not in text and passwd not in text, (done, text[:300])
+            assert len(text.encode()) < 200_000, (done, len(text))
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]

@@ -6,21 +6,38 @@ stops a scan, none forges a channel line."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
+import textwrap
+import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
+from bot.board_http import BoardRoutes
+from bot.demo import stage_demo
+from bot.domain.files import StagedFile
 from bot.domain.history import EventKind
+from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
+from bot.health import HealthServer
 from bot.messages import ChannelKind
 from bot.render import audit_line
 from bot.storage.local import LocalStorage
-from tests.conftest import World
+from tests.conftest import TEAM_TOML, World
+from tests.console_driver import RELBOT
+from tests.hostile_files import deep_tree_for
+from tests.pinned import RELEASE_CYCLE_LINE
+from tests.sshd import free_port
+from tests.waiting import Drained, wait_until
 
 NOBODY = 65534
 TAG = "3.14.1"
@@ -284,3 +301,238 @@ async def test_a_symlinked_folder_inside_a_release_is_never_followed(
     assert reply.private and "docs/python-3.14.1-docs.epub (missing)" in reply.text
     publish = await world.say("hugo", f"/publish {TAG}")
     assert publish.private and "docs (not a regular file)" in publish.text
+
+
+# -- special files where a file is expected (a FIFO, links to /dev/zero and /etc/passwd) --------
+
+EXE = "python-3.14.1-amd64.exe"
+
+
+def replace_with(world: World, tag: str, path: str, kind: str) -> Path:
+    """Put a FIFO or a link where ``path`` was staged, with a signature bundle beside it (so
+    a signature check wants its hash)."""
+    file = world.staging / tag / path
+    file.unlink()
+    if kind == "fifo":
+        os.mkfifo(file)
+    else:
+        file.symlink_to(kind)
+    (file.parent / (file.name + ".sigstore")).write_bytes(b'{"not": "read before the file"}')
+    return file
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+async def test_a_special_file_in_staging_leaves_scans_chat_and_healthz_answering(
+    world: World, kind: str
+) -> None:
+    world.stage(TAG)
+    fifo = replace_with(world, TAG, EXE, kind)
+    port = free_port()
+    server = HealthServer(world.gate.metrics, 30, port)
+    await server.start()
+    try:
+        await asyncio.wait_for(world.gate.scan(), 60)  # it used to hang here for good
+        status = await asyncio.wait_for(world.say("eve", f"/status {TAG}"), 60)
+        ready = await asyncio.wait_for(world.say("steve", f"/ready windows {TAG}"), 60)
+        async with httpx.AsyncClient(timeout=10) as client:
+            health = await client.get(f"http://127.0.0.1:{port}/healthz")
+    finally:
+        await server.stop()
+
+    assert f"{EXE} (not a regular file)" in status.text
+    assert ready.private and f"{EXE} (not a regular file)" in ready.text
+    assert health.status_code == 200 and world.gate.metrics.scans == 1
+    fifo.unlink()
+    world.write(TAG, EXE, "the installer")
+    await world.gate.scan()
+    assert not (await world.say("steve", f"/ready windows {TAG}")).private
+
+
+async def test_a_link_to_etc_passwd_never_puts_its_hash_anywhere(tmp_path: Path) -> None:
+    world = World(tmp_path, team_toml=TEAM_TOML.replace('rm = ["3.14"', 'rm = ["3.12", "3.14"'))
+    world.stage("3.12.5")
+    replace_with(world, "3.12.5", "Python-3.12.5.tgz", "/etc/passwd")
+    secret = hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
+
+    await world.gate.scan()
+    status = await world.say("eve", "/status 3.12.5")
+    ready = await world.say("hugo", "/ready source 3.12.5")
+    observed = await world.gate.observed(ReleaseTag.parse("3.12.5"))
+
+    assert "Python-3.12.5.tgz (not a regular file)" in status.text
+    assert ready.private and "Python-3.12.5.tgz (not a regular file)" in ready.text
+    assert secret not in set(observed.digests.values())
+    everything = channel_text(world) + status.text + ready.text + repr(observed)
+    assert secret not in everything
+
+
+# -- a tree deeper than any walk, and a crowded folder -------------------------------------------
+
+
+async def test_a_tree_1100_folders_deep_is_reported_by_scans_and_status(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    world.stage(TAG)
+    deep_tree_for(request, world.staging / TAG / "docs" / "deep", 1100)
+
+    await world.gate.scan()
+    status = await world.say("eve", f"/status {TAG}")
+    cli = subprocess.run(
+        [str(RELBOT), "status", TAG, "--config", str(world.root / "relbot.toml")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    deep = "docs/ (more than 32 folders deep: nothing below that depth was listed"
+    assert deep in status.text and deep in channel_text(world)
+    assert deep in cli.stdout and "Traceback" not in cli.stderr, cli.stderr
+    assert world.gate.metrics.scan_failures == 0
+    publish = await world.say("hugo", f"/publish {TAG}")
+    assert publish.private and "docs/ (more than 32 folders deep" in publish.text
+
+
+async def test_20000_staged_files_give_a_short_status_and_a_bounded_board(world: World) -> None:
+    world.stage(TAG)
+    folder = world.staging / TAG
+    for n in range(20_000):
+        (folder / f"stray-{n:05d}.bin").write_bytes(b"x")
+
+    await world.gate.scan()
+    status = await world.say("eve", f"/status {TAG}")
+    publish = await world.say("hugo", f"/publish {TAG}")
+    view = await board_json(world, TAG)
+
+    for text in (status.text, publish.text, world.chat.posts[-1].text):
+        assert len(text.encode()) < 4000, len(text.encode())
+    assert "stray-00000.bin (unexpected)" in status.text
+    assert "stray-00019.bin (unexpected)" in status.text
+    assert "stray-00020.bin" not in status.text
+    assert "19980 more unexpected entries" in status.text
+    assert "19980 more unexpected entries" in publish.text
+    assert len(view["files"]) == 300 and view["files_not_shown"] == 20_019 - 300
+
+
+async def board_json(world: World, tag: str) -> dict[str, Any]:
+    port = free_port()
+    server = HealthServer(world.gate.metrics, 30, port)
+    server.serve_board(BoardRoutes(world.gate))
+    await server.start()
+    try:
+        async with httpx.AsyncClient(timeout=60) as client:
+            response = await client.get(f"http://127.0.0.1:{port}/api/releases/{tag}")
+    finally:
+        await server.stop()
+    assert response.status_code == 200
+    data: dict[str, Any] = response.json()
+    return data
+
+
+# -- a read that never returns ---------------------------------------------------------------
+
+
+class HangingStorage(LocalStorage):
+    """Local folders whose listing of 3.14.2 blocks until ``released``, as a stuck mount or
+    a silent server does."""
+
+    released = threading.Event()
+
+    def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
+        if str(tag) == "3.14.2":
+            self.released.wait(60)
+        return super().list_staging(tag)
+
+
+class HangingWorld(World):
+    def make_storage(self) -> LocalStorage:
+        storage = HangingStorage(self.staging, self.public)
+        storage.released = threading.Event()
+        return storage
+
+
+async def test_a_hung_read_is_reported_once_and_blocks_neither_chat_nor_later_scans(
+    tmp_path: Path,
+) -> None:
+    world = HangingWorld(tmp_path)
+    storage = world.storage
+    assert isinstance(storage, HangingStorage)
+    world.gate.reads.seconds = 0.5
+    world.stage(TAG)
+    world.stage("3.14.2")
+
+    await world.gate.scan()
+    first = world.gate.metrics.scans
+    status = await world.say("eve", "/status 3.14.2")
+    other = await world.say("eve", f"/status {TAG}")
+    await world.gate.scan()  # the next scan runs, and does not start the stuck read again
+
+    stuck = "Listing the staging folder of 3.14.2 has not finished after 0.5 s."
+    assert status.text == f"3.14.2: {stuck}"
+    assert "0 of 4 roles ready" in other.text
+    assert world.gate.metrics.scans == first + 1 == 2
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert notices == [f"Cannot scan 3.14.2: {stuck} The next scan tries again."]
+    storage.released.set()
+    await asyncio.to_thread(wait_until, "its end", lambda: not world.gate.reads.stuck())
+    await world.gate.scan()
+    assert world.chat.texts(ChannelKind.NOTICE)[-1] == "3.14.2 can be scanned again."
+
+
+def test_relbot_run_keeps_answering_with_a_fifo_a_dev_zero_link_and_a_deep_tree_staged(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    port = free_port()
+    (tmp_path / "relbot.toml").write_text(
+        RELEASE_CYCLE_LINE
+        + textwrap.dedent(f"""
+            [storage]
+            staging = "data/staging"
+            public = "data/public"
+            [health]
+            port = {port}
+            [people.hugo]
+            rm = ["3.14"]
+            roles = ["source", "docs", "windows", "macos"]
+            """),
+        encoding="utf-8",
+    )
+    staging = tmp_path / "data" / "staging"
+    (tmp_path / "data" / "public").mkdir(parents=True)
+    stage_demo(staging, load_profile("cpython"))
+    release = staging / TAG
+    for name, make in ((EXE, os.mkfifo), ("python-3.14.1-arm64.exe", None)):
+        (release / name).unlink()
+        if make is None:
+            (release / name).symlink_to("/dev/zero")
+        else:
+            make(release / name)
+        (release / f"{name}.sigstore").write_bytes(b"{}")
+    deep_tree_for(request, release / "docs" / "deep", 1100)
+
+    bot = subprocess.Popen(
+        [str(RELBOT), "run"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out, err = Drained(bot.stdout), Drained(bot.stderr)
+    assert bot.stdin is not None
+    try:
+        wait_until("/healthz", lambda: healthz(port) == 200)
+        for line in (f"/status {TAG}", f"/ready windows {TAG}", f"/ready docs {TAG}"):
+            bot.stdin.write(line + "\n")
+            bot.stdin.flush()
+        wait_until("the answers", lambda: out.has(f"docs is ready for {TAG}"))
+        assert healthz(port) == 200
+    finally:
+        bot.stdin.close()
+        assert bot.wait(timeout=60) == 0
+    printed = out.text(bot)
+    assert f"{EXE} (not a regular file)" in printed
+    assert "python-3.14.1-arm64.exe (not a regular file)" in printed
+    assert "docs/ (more than 32 folders deep" in printed
+    assert "Traceback" not in err.text(bot)
+
+
+def healthz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+            return int(response.status)
+    except OSError:
+        return 0

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,14 +63,22 @@ async def test_an_outsider_cannot_open_a_release(world: World) -> None:
     assert world.gate.metrics.refusals == {"not_on_team": 3}
 
 
-async def test_a_team_members_refusal_stays_in_the_audit_trail(world: World) -> None:
+async def test_a_team_members_refusal_is_one_log_line_and_no_event(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
     world.stage("3.14.1")
-    reply = await world.say("steve", "/publish 3.14.1")
+    await world.say("ned", "/ready macos 3.14.1")
+    before = world.store.events(TAG)
+    caplog.set_level(logging.INFO, logger="bot")
+
+    reply = await world.say("steve", "/publish 3.14.1 confirm K7Q2XFAB")
+
     assert reply.private
-    refused = [e for e in world.store.events(TAG) if e.kind is EventKind.REFUSED]
-    assert len(refused) == 1 and refused[0].actor == "steve"
-    assert refused[0].data["command"] == "/publish 3.14.1"
-    assert "release manager of 3.14" in refused[0].data["reason"]
+    assert world.store.events(TAG) == before
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused")]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert "steve" in lines[0] and "/publish 3.14.1 confirm <code>" in lines[0]
+    assert "K7Q2XFAB" not in caplog.text
 
 
 # -- what the gate keeps in memory -------------------------------------------------------------
@@ -363,3 +372,72 @@ def test_folding_more_events_leaves_the_earlier_state_as_it_was(tmp_path: Path) 
 
     assert earlier == kept and "macos" in earlier.claims
     assert later == fold(TAG, store.events(TAG))
+
+
+# -- refused commands and releases with nothing left to watch ---------------------------------
+
+
+async def test_5000_refused_commands_on_distinct_tags_keep_nothing(world: World) -> None:
+    world.stage("3.14.1")
+    await world.say("ned", "/ready macos 3.14.1")
+    await world.gate.scan()
+    before = (
+        world.store.last_id(),
+        world.store.tags(),
+        await world.gate.open_tags(),
+        world.gate.recorded_open_tags(),
+        world.gate.retained_tags(),
+    )
+
+    for n in range(5000):
+        tag = f"3.{20 + n // 1000}.{n % 1000}"
+        line = (f"/hold {tag} typo", f"/ready macos {tag}", f"/unready macos {tag}")[n % 3]
+        person = ("ned", "steve")[n % 2]
+        reply = await world.say(person, line)
+        assert reply.private, reply.text
+
+    after = (
+        world.store.last_id(),
+        world.store.tags(),
+        await world.gate.open_tags(),
+        world.gate.recorded_open_tags(),
+        world.gate.retained_tags(),
+    )
+    assert after == before
+    assert (
+        world.gate.metrics.refusals["rule"] + world.gate.metrics.refusals.get("not_allowed", 0)
+        == 5000
+    )
+
+
+async def test_a_release_with_nothing_staged_public_held_or_claimed_is_pruned(
+    world: World,
+) -> None:
+    world.stage("3.14.1")
+    world.stage("3.14.5")
+    assert not (await world.say("eve", "/hold 3.14.5 wait")).private
+    assert not (await world.say("eve", "/unhold 3.14.5")).private
+    assert not (await world.say("hugo", "/waive 3.14.5 macos not this time")).private
+    assert "3.14.5" in (await world.say("eve", "/status")).text
+    shutil.rmtree(world.staging / "3.14.5")  # the upload was a mistake
+
+    await world.gate.scan()
+
+    tag = ReleaseTag.parse("3.14.5")
+    assert tag not in await world.gate.open_tags()
+    assert tag not in world.gate.recorded_open_tags()
+    assert "3.14.5" not in (await world.say("eve", "/status")).text
+    assert tag in world.store.open_tags()  # its history is kept, and shown when asked
+    assert "3.14.5" in (await world.say("eve", "/status 3.14.5")).text
+    world.stage("3.14.5")  # staged again: watched again, its waiver still in force
+    assert tag in await world.gate.open_tags()
+    assert "waived" in (await world.say("eve", "/status 3.14.5")).text
+
+
+async def test_a_waiver_on_a_release_nobody_staged_is_refused_and_records_nothing(
+    world: World,
+) -> None:
+    reply = await world.say("hugo", "/waive 3.14.77 macos not this time")
+
+    assert reply.private and "not a release anyone has staged or acted on" in reply.text
+    assert world.store.tags() == []

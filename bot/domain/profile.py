@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -122,6 +122,9 @@ class Profile:
         self.spec = spec
         self.name = spec.name
         self.statuses: Mapping[str, str] = dict(statuses or {})  # branch → status
+        # Per tag, what every path of its listing is judged against: worked out once, not
+        # once per path (a staging folder may hold tens of thousands of entries).
+        self._rules: dict[ReleaseTag, _TagRules] = {}
 
     def with_statuses(self, statuses: Mapping[str, str]) -> Profile:
         """This profile, knowing each branch's status (``3.12`` → ``security``)."""
@@ -153,6 +156,16 @@ class Profile:
         by the first of ``present`` (staged paths) that matches, when its own name is absent.
         """
         found = []
+        for file in self._tag_rules(tag).expected:
+            if file.pattern is not None and file.path not in present:
+                pattern = _pattern_re(file.pattern)
+                path = next((p for p in sorted(present) if pattern.fullmatch(p)), file.path)
+                file = ExpectedFile(file.role, path, file.pattern, file.signed)
+            found.append(file)
+        return tuple(found)
+
+    def _expected_as_named(self, tag: ReleaseTag) -> tuple[ExpectedFile, ...]:
+        found = []
         status = self.status(tag)
         for role in self.roles_for(tag):
             spec = self.spec.roles[role]
@@ -161,13 +174,39 @@ class Profile:
                     continue
                 path = _join(spec.folder, expand(rule.name, tag))
                 pattern = _join(spec.folder, expand(rule.match, tag)) if rule.match else None
-                if pattern is not None and path not in present:
-                    path = next(
-                        (p for p in sorted(present) if _pattern_re(pattern).fullmatch(p)), path
-                    )
                 signed = spec.signed if rule.signed is None else rule.signed
                 found.append(ExpectedFile(role, path, pattern, signed))
         return tuple(found)
+
+    def _tag_rules(self, tag: ReleaseTag) -> _TagRules:
+        rules = self._rules.get(tag)
+        if rules is None:
+            if len(self._rules) >= _TAGS_REMEMBERED:
+                self._rules.clear()
+            expected = self._expected_as_named(tag)
+            status = self.status(tag)
+            allowed = [
+                (_pattern_re(_join(spec.folder, expand(rule.name, tag))), role)
+                for role in self.roles_for(tag)
+                for spec in (self.spec.roles[role],)
+                for rule in spec.allowed
+                if rule.applies_to(tag, status)
+            ]
+            # One alternation, tried in order as the rules are: the first rule that matches
+            # the whole path names its role (group ``r3`` is the fourth rule).
+            either = "|".join(
+                f"(?P<r{i}>{pattern.pattern})" for i, (pattern, _) in enumerate(allowed)
+            )
+            rules = _TagRules(
+                expected,
+                tuple((_pattern_re(f.pattern), f.role) for f in expected if f.pattern),
+                {f.path: Classification(FileKind.REQUIRED, f.role) for f in expected},
+                tuple(rule.suffix for rule in self.spec.sidecars if rule.applies_to(tag)),
+                re.compile(either) if allowed else None,
+                tuple(role for _, role in allowed),
+            )
+            self._rules[tag] = rules
+        return rules
 
     def needs_signature(self, tag: ReleaseTag, path: str) -> bool:
         """Whether required file ``path`` of ``tag`` must be signed (when signatures are
@@ -176,7 +215,16 @@ class Profile:
 
     def classify(self, tag: ReleaseTag, path: str) -> Classification:
         """Say whether ``path`` is required, allowed or a sidecar of ``tag``, and whose."""
-        return self._classifier(tag).get(path) or self._classify_slow(tag, path)
+        return self.classifier(tag)(path)
+
+    def classifier(self, tag: ReleaseTag) -> Callable[[str], Classification]:
+        """:meth:`classify` for ``tag``, for many paths (the tag's rules looked up once)."""
+        rules = self._tag_rules(tag)
+
+        def classify(path: str) -> Classification:
+            return rules.required.get(path) or self._classify_slow(rules, classify, path)
+
+        return classify
 
     def public_folder(self, tag: ReleaseTag, role: str | None = None) -> str:
         """The folder under the public root that ``role``'s files go to (default: artifacts)."""
@@ -202,27 +250,37 @@ class Profile:
         """The (identity, issuer) expected to sign ``tag``, if the profile names one."""
         return self.spec.signers.get(tag.branch)
 
-    def _classifier(self, tag: ReleaseTag) -> Mapping[str, Classification]:
-        return {
-            file.path: Classification(FileKind.REQUIRED, file.role) for file in self.expected(tag)
-        }
-
-    def _classify_slow(self, tag: ReleaseTag, path: str) -> Classification:
-        for file in self.expected(tag):
-            if file.pattern is not None and _pattern_re(file.pattern).fullmatch(path):
-                return Classification(FileKind.REQUIRED, file.role)
-        for suffix in (rule.suffix for rule in self.spec.sidecars if rule.applies_to(tag)):
+    @staticmethod
+    def _classify_slow(
+        rules: _TagRules, classify: Callable[[str], Classification], path: str
+    ) -> Classification:
+        for pattern, role in rules.matched:
+            if pattern.fullmatch(path):
+                return Classification(FileKind.REQUIRED, role)
+        for suffix in rules.sidecars if path.endswith(rules.sidecars) else ():
             if path.endswith(suffix):
-                owner = self.classify(tag, path[: -len(suffix)])
+                owner = classify(path[: -len(suffix)])
                 if owner.kind in (FileKind.REQUIRED, FileKind.ALLOWED):
                     return Classification(FileKind.SIDECAR, owner.role)
-        for role in self.roles_for(tag):
-            spec = self.spec.roles[role]
-            for rule in spec.allowed:
-                pattern = _join(spec.folder, expand(rule.name, tag))
-                if rule.applies_to(tag, self.status(tag)) and _pattern_re(pattern).fullmatch(path):
-                    return Classification(FileKind.ALLOWED, role)
+        if rules.allowed is not None and (found := rules.allowed.fullmatch(path)):
+            rule = int((found.lastgroup or "r0")[1:])
+            return Classification(FileKind.ALLOWED, rules.allowed_roles[rule])
         return Classification(FileKind.UNEXPECTED)
+
+
+_TAGS_REMEMBERED = 64  # tags whose rules a profile keeps worked out
+
+
+@dataclass(frozen=True)
+class _TagRules:
+    """A profile's rules worked out for one tag."""
+
+    expected: tuple[ExpectedFile, ...]  # as named (a ``match`` not applied)
+    matched: tuple[tuple[re.Pattern[str], str], ...]  # (``match`` pattern, role)
+    required: Mapping[str, Classification]
+    sidecars: tuple[str, ...]  # the suffixes of the sidecars that apply
+    allowed: re.Pattern[str] | None  # every allowed rule's pattern, one group each
+    allowed_roles: tuple[str, ...]  # the role of each group, in order
 
 
 def load_profile(name_or_path: str, base: Path | None = None) -> Profile:

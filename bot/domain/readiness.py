@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -14,6 +14,17 @@ from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown
 from bot.domain.waivers import Waiver, owner_of, waived_paths, waived_roles
 from bot.domain.windows_index import IndexVerdict
+
+NAMED = 20  # entries a summary or a refusal names before it counts the rest
+
+
+def described(files: Sequence[FileReadiness], limit: int = NAMED) -> str:
+    """``a (missing), b (empty)``: the first ``limit`` files, then how many more (a
+    staging folder may hold tens of thousands of entries; a sentence names a few)."""
+    named = [f.describe() for f in files[:limit]]
+    if len(files) > limit:
+        named.append(f"{len(files) - limit} more")
+    return ", ".join(named)
 
 
 class FileStatus(StrEnum):
@@ -101,10 +112,12 @@ class Readiness:
             if role.excused:
                 continue
             if role.problems:
-                found.append(f"{role.role}: " + ", ".join(f.describe() for f in role.problems))
+                found.append(f"{role.role}: {described(role.problems)}")
             elif role.claim is None and not role.already_public:
                 found.append(f"{role.role}: nobody said /ready {role.role} {self.tag}")
-        found += [f"staging: {f.describe()}" for f in self.stray]
+        found += [f"staging: {f.describe()}" for f in self.stray[:NAMED]]
+        if len(self.stray) > NAMED:
+            found.append(f"staging: {len(self.stray) - NAMED} more unexpected entries")
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
         if self.signatures_required:
             found += [f"signature of {s.describe()}" for s in self.unsigned]
@@ -177,10 +190,11 @@ def compute_readiness(
             )
         )
     stray = []
+    classify = profile.classifier(tag)
     for path, entry in sorted(listing.items()):
         if path in required or entry.is_empty_folder:
             continue
-        kind = profile.classify(tag, path)
+        kind = classify(path)
         status = FileStatus.ALREADY_PUBLIC if path in public else _status(entry, previous)
         waivable = not entry.problem and not entry.has_partial_name
         if path in excused and waivable and kind.kind is FileKind.UNEXPECTED:

@@ -3,8 +3,6 @@ will post on the forum, and writes their own part of it (the rest is the config'
 
 from __future__ import annotations
 
-import asyncio
-
 from bot import announcing
 from bot.domain import authority
 from bot.domain import commands as cmd
@@ -61,9 +59,7 @@ async def _set(s: Services, person: str, tag: ReleaseTag, words: str, state: Rel
         )
     if problem := words_problem(words):
         raise Refusal(problem)
-    if tag not in s.store.open_tags() and (
-        await asyncio.to_thread(s.conn.storage.list_staging, tag) is None
-    ):
+    if tag not in s.store.open_tags() and (await s.observer.list_staging(tag) is None):
         raise Refusal(
             f"{tag} is not a release anyone has staged or acted on; check the tag "
             "(/status lists the open releases)."
@@ -87,8 +83,8 @@ async def _set(s: Services, person: str, tag: ReleaseTag, words: str, state: Rel
 async def _draft(s: Services, tag: ReleaseTag, state: ReleaseState, words: str) -> Announcement:
     """The announcement for the files staged now (one listing), as ``/publish`` would plan
     it with these ``words``. Raises :class:`Refusal` when it cannot be drafted."""
-    listing = await asyncio.to_thread(s.conn.storage.list_staging, tag) or {}
-    readiness = s.observer.readiness(tag, listing, None, state)
+    listing = await s.observer.list_staging(tag) or {}
+    readiness = await s.observer.readiness(tag, listing, None, state)
     targets = [
         s.profile.public_target(tag, role.role, f.path)
         for role in readiness.roles

@@ -6,6 +6,7 @@ from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.files import SnapshotFile
 from bot.domain.history import EventKind, ReleaseState
+from bot.domain.readiness import described
 from bot.messages import Reply, Tone
 from bot.refusals import Refusal, refuse_unless
 from bot.render import count, size_text
@@ -25,7 +26,7 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
     role_state = readiness.role(role)
     if role_state.problems:
         where = s.conn.storage.staging_location(tag)
-        listed = ", ".join(f.describe() for f in role_state.problems)
+        listed = described(role_state.problems)
         raise Refusal(
             f"{role} is not ready for {tag}: {listed}; fix them in {where} and "
             f"say /ready {role} {tag} again."
@@ -37,7 +38,7 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
     ]
     s.store.append(tag, person, EventKind.CLAIMED, role=role, snapshot=snapshot)
     state = s.store.release(tag)
-    readiness = s.observer.readiness(tag, listing, s.observer.last_listing(tag), state)
+    readiness = await s.observer.readiness(tag, listing, s.observer.last_listing(tag), state)
     await s.reporter.summary(readiness, state)
     size = size_text(sum(listing[p].size for p in paths))
     return Reply(

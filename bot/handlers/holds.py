@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.history import EventKind, ReleaseState
@@ -15,14 +13,7 @@ from bot.services import Services
 async def hold(s: Services, person: str, command: cmd.Hold, state: ReleaseState) -> Reply:
     """Block publishing ``tag`` (a release someone staged or acted on) until lifted."""
     tag = command.tag
-    if tag not in s.store.open_tags() and (
-        await asyncio.to_thread(s.conn.storage.list_staging, tag) is None
-    ):
-        # A hold on a typo (3.14.11) would make a release that is listed for ever.
-        raise Refusal(
-            f"{tag} is not a release anyone has staged or acted on; check the tag "
-            "(/status lists the open releases)."
-        )
+    await s.require_known(tag)
     if person in state.holds:
         raise Refusal(f"You already hold {tag}; /unhold {tag} lifts it.")
     s.store.append(tag, person, EventKind.HELD, reason=command.reason)

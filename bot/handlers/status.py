@@ -27,7 +27,7 @@ async def status(s: Services, tags: list[ReleaseTag]) -> Reply:
                 shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), text))
                 continue
             if state.is_published and not await s.observer.late(one):
-                text = summary_text(s.observer.readiness(one, {}, None, state), state)
+                text = summary_text(await s.observer.readiness(one, {}, None, state), state)
                 shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text))
                 continue
             try:

@@ -3,8 +3,6 @@ release."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.history import EventKind, ReleaseState
@@ -20,11 +18,12 @@ async def waive(s: Services, person: str, command: cmd.Waive, state: ReleaseStat
     refuse_unless(authority.may_waive(s.team, person, tag))
     if target in state.waivers:
         raise Refusal(f"{target} is already waived for {tag}; /unwaive {tag} {target} undoes it.")
-    staged = await asyncio.to_thread(s.conn.storage.list_staging, tag) or {}
+    staged = await s.observer.list_staging(tag) or {}
     try:
         is_role = resolve_target(s.profile, tag, target, staged)
     except WaiverError as err:
         raise Refusal(str(err)) from err
+    await s.require_known(tag)
     s.store.append(
         tag, person, EventKind.WAIVED, target=target, role=is_role, reason=command.reason
     )

@@ -43,5 +43,18 @@ def unreadable_release_folder(reason: str) -> StagedFile:
     return problem(RELEASE_FOLDER, f"cannot be read ({reason})")
 
 
+def crowded_release_folder(limit: int) -> StagedFile:
+    """The release's folder holds more entries than a walk lists (the rest is unseen)."""
+    return problem(
+        RELEASE_FOLDER,
+        f"holds more than {limit:,} files and folders, more than the bot lists; remove what "
+        "does not belong to the release",
+    )
+
+
+def crowded_public_folder(where: str, limit: int) -> str:
+    return f"{where} holds more than {limit:,} files and folders, more than the bot lists."
+
+
 def problem(path: str, reason: str) -> StagedFile:
     return StagedFile(path, 0, 0.0, regular=False, problem=reason)

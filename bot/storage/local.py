@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import itertools
 import os
 import secrets
 import stat
@@ -21,16 +22,15 @@ from bot.storage import freezer, promotion
 from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
 from bot.storage.listing import (
     RELEASE_FOLDER,
-    empty_folder,
+    crowded_public_folder,
+    crowded_release_folder,
     linked_release_folder,
-    odd_name,
-    unreadable_folder,
     unreadable_release_folder,
 )
 from bot.storage.local_fs import LocalFs, fsync_dir
 from bot.storage.lock import Holder, LocalLease
 from bot.storage.primitives import AREA, Places
-from bot.storage.promotion import join
+from bot.storage.walk import Dirent, Walked, walk
 
 T = TypeVar("T")
 
@@ -64,39 +64,56 @@ class LocalStorage:
         if root.is_symlink():
             return {RELEASE_FOLDER: linked_release_folder(os.readlink(root))}
         try:
-            return dict(_walk(root, ""))
+            walked = _walk(root, "")
         except FileNotFoundError:
             return None
         except OSError as err:  # this release's problem: other releases are still scanned
             return {RELEASE_FOLDER: unreadable_release_folder(err.strerror or str(err))}
+        if walked.cut:
+            walked.entries[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
+        return walked.entries
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
         found: dict[str, StagedFile] = {}
         for folder in folders:
             try:
-                found.update(_walk(_inside(self.public, folder), folder))
+                walked = _walk(_inside(self.public, folder), folder)
             except FileNotFoundError:
                 continue
             except OSError as err:
                 raise StagingUnreachable(
                     f"Cannot list {self.public / folder}: {err.strerror}."
                 ) from err
+            if walked.cut:
+                raise StorageError(crowded_public_folder(str(self.public / folder), walked.limit))
+            found.update(walked.entries)
         return found
 
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
     ) -> dict[str, str]:
-        root = self.staging / str(tag)  # always read afresh: there is no cache here
-        try:
-            return {path: _sha256(_inside(root, path)) for path in paths}
-        except OSError as err:
-            raise StorageError(f"Cannot read {err.filename}: {err.strerror}.") from err
+        # Always read afresh (there is no cache here), and only regular files: never
+        # through a symbolic link (to /etc/passwd), never a FIFO or a device (a hang).
+        found = {}
+        for path in paths:
+            with os.fdopen(_open_staged(self.staging, f"{tag}/{path}"), "rb") as f:
+                try:
+                    found[path] = hashlib.file_digest(f, "sha256").hexdigest()
+                except OSError as err:
+                    raise StorageError(
+                        f"Cannot read {self.staging / str(tag) / path}: {err.strerror or err}."
+                    ) from err
+        return found
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
-        file = _inside(self.staging / str(tag), path)
-        data = _read_small(file, limit)
-        if data is None:
-            raise StorageError(f"Cannot read {file}: no such file.")
+        file = self.staging / str(tag) / path
+        with os.fdopen(_open_staged(self.staging, f"{tag}/{path}"), "rb") as f:
+            try:
+                data = f.read(limit + 1)
+            except OSError as err:
+                raise StorageError(f"Cannot read {file}: {err.strerror or err}.") from err
+        if len(data) > limit:
+            raise StorageError(f"{file} is larger than {limit:,} bytes.")
         return data
 
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
@@ -278,30 +295,58 @@ def _wrapped(what: str, op: Callable[[], T]) -> T:
         ) from err
 
 
-def _walk(folder: Path, prefix: str) -> list[tuple[str, StagedFile]]:
-    """One ``scandir`` per folder; symlinks are reported, never followed. A sub-folder that
-    cannot be listed, an empty one and an odd name are reported as problems (and not entered).
-    """
+def _walk(folder: Path, prefix: str) -> Walked:
+    """One ``scandir`` per folder (bot/storage/walk.py): symlinks are reported, never
+    followed; a sub-folder that cannot be listed, an empty one and an odd name are reported
+    as problems (and not entered)."""
+    return walk(
+        _listdir, str(folder), prefix, unreadable=(OSError,), reason=lambda e: e.strerror or str(e)
+    )
+
+
+def _listdir(folder: str, limit: int) -> list[Dirent]:
+    """At most ``limit`` entries of ``folder``, as ``lstat`` sees them."""
     found = []
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        path = join(prefix, entry.name)
-        if (odd := odd_name(path)) is not None:
-            found.append((odd.path, odd))
-            continue
-        if entry.is_dir(follow_symlinks=False):
+    with os.scandir(folder) as entries:
+        for entry in itertools.islice(entries, limit):
             try:
-                inner = _walk(Path(entry.path), path)
+                st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
-                continue  # removed since the parent was listed
-            except OSError as err:
-                inner = [(path + "/", unreadable_folder(path + "/", err.strerror or str(err)))]
-            found += inner or [(path + "/", empty_folder(path + "/"))]
-            continue
-        st = entry.stat(follow_symlinks=False)
-        regular = entry.is_file(follow_symlinks=False)
-        links = st.st_nlink if regular else 1
-        found.append((path, StagedFile(path, st.st_size, st.st_mtime, regular, links=links)))
+                continue  # removed since the folder was read
+            found.append(Dirent(entry.name, st.st_mode, st.st_size, st.st_mtime, st.st_nlink))
     return found
+
+
+def _open_staged(root: Path, relative: str) -> int:
+    """A descriptor on the regular file ``relative`` below ``root``, opened through no
+    symbolic link below ``root`` (a folder swapped for one since the listing included) and
+    without blocking (a FIFO). Raises :class:`StorageError` when it is missing or not a
+    regular file."""
+    parts = relative.split("/")
+    where = root / relative
+    if any(part in ("", ".", "..") for part in parts):
+        raise StorageError(f"{relative!r} is not a path inside {root}.")
+    try:
+        folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+            fd = os.open(parts[-1], flags, dir_fd=folder)
+        finally:
+            os.close(folder)
+    except FileNotFoundError as err:
+        raise StorageError(f"Cannot read {where}: no such file.") from err
+    except OSError as err:
+        linked = err.errno in (errno.ELOOP, errno.ENOTDIR)
+        why = "not a regular file" if linked else err.strerror or str(err)
+        raise StorageError(f"Cannot read {where}: {why}.") from err
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StorageError(f"Cannot read {where}: not a regular file.")
+    return fd
 
 
 def _inside(root: Path, relative: str) -> Path:
@@ -348,8 +393,3 @@ def _read_small(path: Path, limit: int) -> bytes | None:
     if len(data) > limit:
         raise StorageError(f"{path} is larger than {limit:,} bytes.")
     return data
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()

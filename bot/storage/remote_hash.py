@@ -6,7 +6,9 @@ of digests keyed by the (size, mtime) the latest listing reported.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import shlex
+import stat
 from collections.abc import Iterable, Sequence
 
 from bot.errors import StorageError
@@ -15,6 +17,7 @@ from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
 Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
 
 _HASH_PROCESSES = 4  # parallel sha256sum processes on the server for one batch of files
+HASH_SECONDS = 900  # the longest one sha256sum process may take (a FIFO swapped in hangs)
 
 
 class RemoteHasher:
@@ -30,21 +33,36 @@ class RemoteHasher:
         stamp, hit = self._stamps.get(path), self._digests.get(path)
         return hit[1] if stamp is not None and hit is not None and hit[0] == stamp else None
 
-    def hash(self, conn: Connection, paths: Sequence[str], *, cache: bool = True) -> dict[str, str]:
-        """SHA-256 of server paths: cached, else hashed by the server, else downloaded."""
+    def hash(
+        self,
+        conn: Connection,
+        paths: Sequence[str],
+        *,
+        cache: bool = True,
+        below: str | None = None,
+    ) -> dict[str, str]:
+        """SHA-256 of server paths: cached, else hashed by the server, else downloaded.
+        With ``below``, a path reached through a symbolic link below that folder (one
+        swapped in since the listing) is refused as not a regular file."""
         result = {p: d for p in paths if cache and (d := self.cached(p)) is not None}
         todo = list(dict.fromkeys(p for p in paths if p not in result))
         if not todo:
             return result
         if self.link.exec_allowed(conn):
             for chunk in _chunks(todo):
-                result.update(self._on_server(conn, chunk))
+                result.update(self._on_server(conn, chunk, below))
         else:
             for path in todo:
+                if below is not None and linked_between(conn, below, path):
+                    raise StorageError(
+                        f"Cannot hash {path} on {self.link.where}: not a regular file."
+                    )
                 result[path] = self._by_download(conn, path)
         return result
 
-    def _on_server(self, conn: Connection, paths: list[str]) -> dict[str, str]:
+    def _on_server(
+        self, conn: Connection, paths: list[str], below: str | None = None
+    ) -> dict[str, str]:
         """``sha256sum -z`` (NUL-terminated, names unescaped) between two ``stat``s: a
         digest is cached only when the file did not change while it was read. Several files
         are hashed by parallel ``sha256sum`` processes (a release's big installers then take
@@ -55,11 +73,26 @@ class RemoteHasher:
         paths = [p for group in groups for p in group]  # the order of the joined outputs
         quoted = " ".join(q(p) for p in paths)
         stamps = f"stat --printf '%s %Y\\0' -- {quoted}"
+        # Only regular files are read: ``find -P`` names anything else (a symbolic link to
+        # /etc/passwd or /dev/zero, a FIFO) without following it, and nothing is hashed.
+        # What is swapped in after that look is cut short by ``timeout``.
+        regular = (
+            f"{{ odd=$(find -P {quoted} -prune ! -type f -print) && "
+            '{ [ -z "$odd" ] || { printf \'not a regular file: %s\\n\' "$odd" >&2; exit 3; }; }; }'
+        )
+        if below is not None:  # and no folder on the way is a link: each resolves in place
+            regular += (
+                f' && {{ root={q(below)}; r=$(cd -P -- "$root" && pwd -P) || exit 3; '
+                f"for p in {quoted}; do d=${{p%/*}}; "
+                'case $(cd -P -- "$d" 2>/dev/null && pwd -P) in "$r${d#"$root"}") ;; '
+                "*) printf 'not a regular file: %s\\n' \"$p\" >&2; exit 3;; esac; done; }"
+            )
+        sha256sum = f"timeout -k 5 {HASH_SECONDS} sha256sum -z --"
         if len(groups) == 1:
-            hashing = f"sha256sum -z -- {quoted}"
+            hashing = f"{sha256sum} {quoted}"
         else:
             jobs = [
-                f'sha256sum -z -- {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
+                f'{sha256sum} {" ".join(q(p) for p in g)} >"$t/{i}" & p{i}=$!'
                 for i, g in enumerate(groups)
             ]
             waits = " && ".join(f"wait $p{i}" for i in range(len(groups)))
@@ -69,7 +102,7 @@ class RemoteHasher:
                 + "; ".join(jobs)
                 + f"; {waits} && cat {outputs}; }}"
             )
-        status, out, err = self.link.exec(conn, f"{stamps} && {hashing} && {stamps}")
+        status, out, err = self.link.exec(conn, f"{regular} && {stamps} && {hashing} && {stamps}")
         records = out.split(b"\0")
         n = len(paths)
         if status != 0 or len(records) != 3 * n + 1:
@@ -91,8 +124,15 @@ class RemoteHasher:
     def _by_download(self, conn: Connection, path: str) -> str:
         self.link.requests["download"] += 1
         try:
+            # Never through a symbolic link, never a FIFO (the server's open would block).
+            if not stat.S_ISREG(conn.sftp.lstat(path).st_mode or 0):
+                raise StorageError(f"Cannot hash {path} on {self.link.where}: not a regular file.")
             with conn.sftp.open(path, "rb") as f:
                 before = f.stat()
+                if not stat.S_ISREG(before.st_mode or 0):
+                    raise StorageError(
+                        f"Cannot hash {path} on {self.link.where}: not a regular file."
+                    )
                 f.prefetch(before.st_size)
                 h = hashlib.sha256()
                 while chunk := f.read(1 << 20):
@@ -117,16 +157,24 @@ class RemoteHasher:
     # -- exec ------------------------------------------------------------------------------
 
 
+def linked_between(conn: Connection, below: str, path: str) -> bool:
+    """Whether a folder between ``below`` and ``path`` is a symbolic link (the server
+    resolves the folder elsewhere than where it is named): two round trips."""
+    folder = posixpath.dirname(path)
+    return bool(conn.sftp.normalize(folder) != conn.sftp.normalize(below) + folder[len(below) :])
+
+
 def _chunks(paths: list[str]) -> Iterable[list[str]]:
     """Split paths so each hashing command stays well below the argument limit."""
     chunk: list[str] = []
     size = 0
     for path in paths:
-        if chunk and size + 2 * len(path) > MAX_COMMAND // 2:
+        # Each path appears five times: two checks, two stamps and the hashing.
+        if chunk and size + 3 * len(path) > MAX_COMMAND // 2:
             yield chunk
             chunk, size = [], 0
         chunk.append(path)
-        size += 2 * len(path) + 16
+        size += 3 * len(path) + 16
     if chunk:
         yield chunk
 

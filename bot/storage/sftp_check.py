@@ -18,6 +18,25 @@ if TYPE_CHECKING:
     from bot.storage.sftp import SftpStorage
 
 
+def overlap_on_server(storage: SftpStorage) -> str | None:
+    """The sentence saying the server resolves staging and public to one folder (or one
+    inside the other), or None; None too while either folder is missing."""
+    return storage._ssh.call(
+        f"resolve {storage.staging} and {storage.public}", lambda conn: _overlap(storage, conn)
+    )
+
+
+def _overlap(storage: SftpStorage, conn: Connection) -> str | None:
+    """Where the server says the folders really are (links resolved), compared."""
+    try:
+        real = [conn.sftp.normalize(folder) for folder in (storage.staging, storage.public)]
+    except FileNotFoundError:
+        return None
+    if folders_overlap(PurePosixPath(real[0]), PurePosixPath(real[1])):
+        return f"storage on {storage.where}: {overlap_message(real[0], real[1])}"
+    return None
+
+
 def check_server(storage: SftpStorage, conn: Connection) -> list[str]:
     """Problems that would stop the bot from working, each a sentence with the fix."""
     s = storage
@@ -38,10 +57,8 @@ def check_server(storage: SftpStorage, conn: Connection) -> list[str]:
             )
         elif not stat.S_ISDIR(attr.st_mode or 0):
             problems.append(f"storage.{name}: {folder} on {s.where} is not a folder.")
-    if not problems:  # where the server says the folders really are (symlinks resolved)
-        real = [conn.sftp.normalize(folder) for folder in (s.staging, s.public)]
-        if folders_overlap(PurePosixPath(real[0]), PurePosixPath(real[1])):
-            return [f"storage on {s.where}: {overlap_message(real[0], real[1])}"]
+    if not problems and (overlap := _overlap(storage, conn)):
+        return [overlap]
     if not s._ssh.exec_allowed(conn):
         problems.append(
             f"storage: {s.where} does not let {s.user} run commands (exec), so "

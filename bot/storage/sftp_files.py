@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING
 from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
-from bot.storage.listing import RELEASE_FOLDER, linked_release_folder, unreadable_release_folder
-from bot.storage.sftp_fs import SftpFs, inside
+from bot.storage.listing import (
+    RELEASE_FOLDER,
+    crowded_public_folder,
+    crowded_release_folder,
+    linked_release_folder,
+    unreadable_release_folder,
+)
+from bot.storage.remote_hash import linked_between
+from bot.storage.sftp_fs import inside
 from bot.storage.ssh import Connection, reason
+from bot.storage.walk import Dirent, Walked, walk
 
 if TYPE_CHECKING:
     from bot.storage.sftp import SftpStorage
@@ -61,15 +69,18 @@ def list_staging(storage: SftpStorage, tag: ReleaseTag) -> dict[str, StagedFile]
         if stat.S_ISLNK(attr.st_mode or 0):
             return {RELEASE_FOLDER: linked_release_folder(conn.sftp.readlink(root) or "?")}
         try:
-            found = dict(SftpFs(storage, conn).walk(root, ""))
+            walked = _walk(storage, conn, root, "")
         except FileNotFoundError:
             return None
         except PermissionError as err:  # this release's problem, not the scan's
             return {RELEASE_FOLDER: unreadable_release_folder(reason(err))}
+        found = walked.entries
         storage._hasher.remember(
             root,
             {inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular},
         )
+        if walked.cut:
+            found[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
         return found
 
     return storage._ssh.call(f"list {root}", op)
@@ -82,25 +93,60 @@ def list_public(storage: SftpStorage, folders: Sequence[str]) -> dict[str, Stage
     def op(conn: Connection) -> dict[str, StagedFile]:
         found: dict[str, StagedFile] = {}
         for folder in folders:
+            where = inside(storage.public, folder)
             try:
-                found.update(SftpFs(storage, conn).walk(inside(storage.public, folder), folder))
+                walked = _walk(storage, conn, where, folder)
             except FileNotFoundError:
                 continue
             except PermissionError as err:
                 raise StagingUnreachable(
                     f"Cannot list {storage.public}/{folder} on {storage.where}: {reason(err)}."
                 ) from err
+            if walked.cut:
+                where = f"{where} on {storage.where}"
+                raise StorageError(crowded_public_folder(where, walked.limit))
+            found.update(walked.entries)
         return found
 
     return storage._ssh.call(f"list {storage.public}", op)
 
 
+def _walk(storage: SftpStorage, conn: Connection, folder: str, prefix: str) -> Walked:
+    """One ``listdir_attr`` per folder (bot/storage/walk.py); the server reports entries as
+    ``lstat`` sees them. A sub-folder that cannot be listed, an empty one and an odd name
+    are reported as problems."""
+
+    def listdir(where: str, limit: int) -> list[Dirent]:
+        return [
+            Dirent(
+                e.filename,
+                e.st_mode or 0,
+                e.st_size or 0,
+                float(e.st_mtime or 0),
+                _links(getattr(e, "longname", "")),
+            )
+            for e in storage._listdir(conn, where)[:limit]
+        ]
+
+    return walk(listdir, folder, prefix, unreadable=(PermissionError,), reason=reason)
+
+
+def _links(longname: str) -> int:
+    """The hard-link count from a listing's ``ls -l`` style line (SFTP v3 attributes have
+    none; OpenSSH's long name has it second). 1 when the server's line does not say."""
+    fields = longname.split(maxsplit=2)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
+
+
 def read(storage: SftpStorage, tag: ReleaseTag, path: str, limit: int) -> bytes:
     """A small staged file (a signature bundle), whole. Raises :class:`StorageError`
     past ``limit`` bytes, or when it is missing or not a regular file (never followed)."""
-    full = inside(storage._release(tag), path)
+    root = storage._release(tag)
+    full = inside(root, path)
 
     def op(conn: Connection) -> bytes:
+        if "/" in path and linked_between(conn, root, full):  # a folder swapped for a link
+            raise StorageError(f"{path} is not a regular file in {root}.")
         data = read_small(storage, conn, full, limit)
         if data is None:
             raise StorageError(f"{path} is not a regular file in {storage._release(tag)}.")
@@ -119,6 +165,10 @@ def read_small(storage: SftpStorage, conn: Connection, path: str, limit: int) ->
         raise StorageError(f"{path} on {storage.where} is not a regular file.")
     storage.requests["read"] += 1
     with conn.sftp.open(path, "rb") as f:
+        # A FIFO swapped in since the lstat would have blocked the open on the server
+        # until the read deadline; anything but a regular file is never read.
+        if not stat.S_ISREG(f.stat().st_mode or 0):
+            raise StorageError(f"{path} on {storage.where} is not a regular file.")
         data = f.read(limit + 1)
     if len(data) > limit:
         raise StorageError(f"{path} on {storage.where} is larger than {limit:,} bytes.")

@@ -3,11 +3,18 @@ reason, never followed, never a crash."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
 from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
+from bot.storage import walk
 from bot.storage.listing import RELEASE_FOLDER
+from bot.storage.walk import MAX_DEPTH
+from tests.hostile_files import deep_tree_for
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, sftp_storage
 
@@ -90,3 +97,65 @@ def test_a_staged_file_with_another_hard_link_says_so(backend: Backend, tmp_path
     assert listing is not None
     assert listing["Python-3.14.0rc2.tgz"].links == 2
     assert listing["Python-3.14.0rc2.tar.xz"].links == 1
+
+
+# -- staging read as untrusted data: special files, links, depth, size ------------------------
+
+
+def special_files(backend: Backend) -> None:
+    """A FIFO, a link to /dev/zero and a link to /etc/passwd, each where a file is expected,
+    and a folder swapped for a link to /etc (with a file the listing would name)."""
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    folder = backend.staging / TAG
+    os.mkfifo(folder / "python-3.14.0rc2-amd64.exe")
+    (folder / "python-3.14.0rc2-arm64.exe").symlink_to("/dev/zero")
+    (folder / "python-3.14.0rc2.exe").symlink_to("/etc/passwd")
+    (folder / "docs").symlink_to("/etc")
+
+
+def test_special_files_are_listed_as_not_regular_and_never_hashed_or_read(
+    backend: Backend,
+) -> None:
+    special_files(backend)
+    storage = backend.make()
+
+    listing = storage.list_staging(RC2)
+
+    assert listing is not None
+    odd = ["python-3.14.0rc2-amd64.exe", "python-3.14.0rc2-arm64.exe", "python-3.14.0rc2.exe"]
+    assert [p for p, e in listing.items() if not e.regular] == ["docs", *odd]
+    for path in [*odd, "docs/passwd"]:
+        with pytest.raises(StorageError, match="not a regular file"):
+            storage.digest(RC2, [path])
+        with pytest.raises(StorageError, match="not a regular file"):
+            storage.read(RC2, path, 1 << 20)
+    assert storage.digest(RC2, ["Python-3.14.0rc2.tgz"]) == {
+        "Python-3.14.0rc2.tgz": hashlib.sha256(b"ok").hexdigest()
+    }
+
+
+def test_a_tree_1100_folders_deep_is_reported_at_its_top_folder_not_walked(
+    backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    deep_tree_for(request, backend.staging / TAG / "deep", 1100)
+
+    listing = backend.make().list_staging(RC2)
+
+    assert listing is not None
+    assert set(listing) == {"Python-3.14.0rc2.tgz", "deep/"}
+    assert listing["deep/"].problem.startswith(f"more than {MAX_DEPTH} folders deep")
+
+
+def test_past_the_entry_budget_the_listing_stops_and_says_so(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(30):
+        backend.write(TAG, f"junk/{n:02d}.bin", "x")
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "ok")
+    monkeypatch.setattr(walk, "MAX_ENTRIES", 20)
+
+    listing = backend.make().list_staging(RC2)
+
+    assert listing is not None and len(listing) <= 21
+    assert listing[RELEASE_FOLDER].problem.startswith("holds more than 20 files and folders")
