@@ -12,14 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+from urllib.parse import quote
 
 from bot.domain.history import Event, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, RoleReadiness
+from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
+from bot.errors import ConfigError
 from bot.gate import Observed
-from bot.render import event_detail, role_line, when
+from bot.render import count, event_detail, role_line, when
 
 TIMELINE_LIMIT = 200  # newest events shown; `relbot audit TAG` has them all
 
@@ -54,6 +57,7 @@ class FileView:
     signature: str | None  # valid, missing, invalid; None when not checked
     signature_reason: str
     target: str | None  # where it goes, relative to the public root; None: never published
+    url: str | None = None  # where python.org serves it, once published
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class ReleaseView:
     published: bool
     publishing: bool
     blockers: tuple[str, ...]  # why /publish would refuse; empty when it would offer a plan
+    #                            and once published (nothing is left to block)
     roles: tuple[RoleView, ...]
     files: tuple[FileView, ...]
     holds: tuple[NoteView, ...]
@@ -105,10 +110,11 @@ class ReleaseView:
     published_at: float | None = None
     published_by: str | None = None
     signatures_required: bool = False
+    links: tuple[tuple[str, str], ...] = ()  # (label, URL) of the published release
 
     @property
     def publishable(self) -> bool:
-        return not self.blockers
+        return not self.published and not self.blockers
 
     @property
     def headline(self) -> str:
@@ -134,6 +140,7 @@ class ReleaseView:
             "published_by": self.published_by,
             "headline": self.headline,
             "blockers": list(self.blockers),
+            "links": dict(self.links),
             "roles": {
                 r.role: {"state": r.state.value, "by": r.by, "at": _iso(r.at), "detail": r.detail}
                 for r in self.roles
@@ -148,6 +155,7 @@ class ReleaseView:
                     "required": f.required,
                     "signature": f.signature,
                     "target": f.target,
+                    "url": f.url,
                 }
                 for f in self.files
             ],
@@ -176,12 +184,13 @@ def release_view(
 ) -> ReleaseView:
     """The board's view of ``tag`` from the gate's last observation and its events."""
     state, readiness = observed.state, observed.readiness
+    published = state.is_published and state.publishing is None
     if readiness is not None:
         roles = tuple(_role_view(r, str(tag)) for r in readiness.roles)
         files = _staged_files(profile, readiness, observed)
     else:
         roles = tuple(_role_from_state(role, state) for role in profile.roles_for(tag))
-        files = _planned_files(state)
+        files = _planned_files(state, _files_url(profile) if published else None)
     newest = tuple(
         EventView(e.at, e.actor, e.kind.value, event_detail(e))
         for e in reversed(events[-TIMELINE_LIMIT:])
@@ -190,7 +199,7 @@ def release_view(
         tag=str(tag),
         published=state.is_published,
         publishing=state.publishing is not None and not state.is_published,
-        blockers=observed.blockers,
+        blockers=() if published else observed.blockers,
         roles=roles,
         files=files,
         holds=tuple(NoteView(h.person, h.reason, h.at) for h in state.holds.values()),
@@ -202,6 +211,7 @@ def release_view(
         published_at=state.published_at,
         published_by=state.published_by,
         signatures_required=signatures_required,
+        links=tuple(profile.links(tag).items()) if published else (),
     )
 
 
@@ -232,8 +242,8 @@ def _role_from_state(role: str, state: ReleaseState) -> RoleView:
         return RoleView(role, RoleState.WAIVED, waiver.person, waiver.at, waiver.reason)
     claim = state.claims.get(role) or state.delivered.get(role)
     if claim is not None:
-        files = len(claim.snapshot)
-        return RoleView(role, RoleState.READY, claim.person, claim.at, f"{files} files claimed")
+        claimed = f"{count(len(claim.snapshot), 'file')} claimed"
+        return RoleView(role, RoleState.READY, claim.person, claim.at, claimed)
     withdrawal = state.withdrawals.get(role)
     if withdrawal is not None:
         return RoleView(role, RoleState.WITHDRAWN, withdrawal.by, withdrawal.at, withdrawal.reason)
@@ -276,15 +286,37 @@ def _last_plan(state: ReleaseState) -> PublishPlan | None:
     return None
 
 
-def _planned_files(state: ReleaseState) -> tuple[FileView, ...]:
+def _planned_files(state: ReleaseState, files_url: str | None) -> tuple[FileView, ...]:
+    """The files being or already published; ``files_url``: where the public ones are
+    served (None while publishing)."""
     plan = _last_plan(state)
     if plan is None:
         return ()
     status = "published" if state.is_published else "publishing"
     return tuple(
-        FileView(f.path, f.role, status, True, f.size, f.sha256, None, "", f.target)
+        FileView(
+            f.path,
+            f.role,
+            status,
+            True,
+            f.size,
+            f.sha256,
+            None,
+            "",
+            f.target,
+            url=files_url + quote(f.target) if files_url else None,
+        )
         for f in plan.files
     )
+
+
+def _files_url(profile: Profile) -> str | None:
+    """Where python.org serves the public folder: the URL its release database records for
+    each file (the profile's ``[pydotorg] files_url``); None when the profile has none."""
+    try:
+        return PydotorgSettings.from_profile(profile).files_url
+    except ConfigError:
+        return None
 
 
 def _plan_view(state: ReleaseState, now: float) -> PlanView | None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.history import EventKind, ReleaseState
+from bot.handlers.unknown_release import unknown_release
 from bot.messages import Reply, Tone
 from bot.refusals import Refusal, refuse_unless
 from bot.services import Services
@@ -15,14 +14,9 @@ from bot.services import Services
 async def hold(s: Services, person: str, command: cmd.Hold, state: ReleaseState) -> Reply:
     """Block publishing ``tag`` (a release someone staged or acted on) until lifted."""
     tag = command.tag
-    if tag not in s.store.open_tags() and (
-        await asyncio.to_thread(s.conn.storage.list_staging, tag) is None
-    ):
+    if (unknown := await unknown_release(s, tag)) is not None:
         # A hold on a typo (3.14.11) would make a release that is listed for ever.
-        raise Refusal(
-            f"{tag} is not a release anyone has staged or acted on; check the tag "
-            "(/status lists the open releases)."
-        )
+        raise Refusal(unknown)
     if person in state.holds:
         raise Refusal(f"You already hold {tag}; /unhold {tag} lifts it.")
     s.store.append(tag, person, EventKind.HELD, reason=command.reason)
