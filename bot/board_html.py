@@ -345,17 +345,22 @@ def _files(view: ReleaseView) -> str:
         if view.listed:
             return "<p>Nothing is staged.</p>"
         return "<p>Staging has not been listed since the bot started; it is at the next scan.</p>"
-    rows = [_file_row(f, view.signatures_required) for f in view.files]
+    # Once published the files' signatures are not checked any more: a column saying
+    # "not checked" on every row would be noise.
+    checked = any(f.signature is not None for f in view.files)
+    rows = [_file_row(f, view.signatures_required, checked) for f in view.files]
     rule = "required" if view.signatures_required else "shown, not required"
+    signatures = f" (signatures {rule})" if checked else ""
     caption = (
-        f"{count(len(view.files), 'file')} (signatures {rule}); "
+        f"{count(len(view.files), 'file')}{signatures}; "
         "where each goes is relative to the public folder"
     )
-    headers = ["File", "Role", "Status", "Size", "SHA-256", "Signature", "Goes to"]
+    headers = ["File", "Role", "Status", "Size", "SHA-256"]
+    headers += ["Signature", "Goes to"] if checked else ["Goes to"]
     return _table(caption, headers, rows)
 
 
-def _file_row(f: FileView, required_signatures: bool) -> str:
+def _file_row(f: FileView, required_signatures: bool, checked: bool) -> str:
     status = f.status + ("" if f.required or f.role is None else " (optional)")
     size = "—" if f.size is None else f'<data value="{f.size}">{_e(size_text(f.size))}</data>'
     # The whole hash is in the page (a double click or a copy takes all of it); it shows as
@@ -381,7 +386,9 @@ def _file_row(f: FileView, required_signatures: bool) -> str:
     return (
         f'<tr><th scope="row">{_e(f.path)}</th><td>{_e(f.role or "—")}</td>'
         f"<td>{_badge(status, FILE_TONE.get(f.status, 'warn'))}</td>"
-        f'<td class="num">{size}</td><td>{sha}</td><td>{signature}</td><td>{target}</td></tr>'
+        f'<td class="num">{size}</td><td>{sha}</td>'
+        + (f"<td>{signature}</td>" if checked else "")
+        + f"<td>{target}</td></tr>"
     )
 
 
