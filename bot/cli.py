@@ -177,13 +177,8 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             f"{FIXED_CODE_ENV} is for console rehearsals only; unset it to run "
             f"{', '.join(platforms)}."
         )
-    if config.model.storage.kind == "local":
-        # Refused here, not at the first publish: a relbot.toml written beside the demo
-        # points at folders nobody created.
-        if config.origin == BUILT_IN:
-            make_demo_folders(config)
-        if problems := build_storage(config).check():
-            raise RelbotError("\nrelbot: ".join(problems))
+    if config.origin == BUILT_IN:
+        make_demo_folders(config)
     board = board_port(config, args.board)
     lock = OwnerLock(config.state_path)
     lock.acquire()

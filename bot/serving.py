@@ -17,6 +17,7 @@ from bot.app import (
     build_console,
     build_gate,
     build_platform,
+    build_storage,
     console_chat,
     console_codes,
     platforms_chat,
@@ -46,6 +47,7 @@ async def run_platforms(
         print(f"relbot: {problem} Using {config.release_cycle.origin}.", file=sys.stderr)
     gate = build_gate(config, platforms_chat(platforms))
     gate.lease = lease
+    _warn_about_folders(config)
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -134,10 +136,26 @@ async def run_console(
     _first_start(config)
     gate = build_gate(config, console_chat(sys.stdout), code_factory=codes)
     gate.lease = lease
+    _warn_about_folders(config)
     poller = Poller(gate, config.model.poll_interval)
     async with _health(config, gate, board) as url:
         _banner(config, speaker, url)
         return await build_console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
+
+
+def _warn_about_folders(config: Config) -> None:
+    """Say at start what keeps local folders from being published to, and how to fix it
+    (a relbot.toml written beside the demo points at folders nobody created). The bot still
+    starts: commands and scans work, and the folders are never created for it."""
+    if config.model.storage.kind != "local":
+        return  # a server's folders are checked by relbot check, which reaches the server
+    for problem in build_storage(config).check():
+        print(
+            f"relbot: {problem} Until then nothing can be published (relbot check --offline "
+            "lists every problem).",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _first_start(config: Config) -> None:

@@ -206,7 +206,7 @@ def test_demo_reset_leaves_a_config_files_data_alone(tmp_path: Path) -> None:
     assert (tmp_path / "relbot-data" / "staging").is_dir()
 
 
-def test_a_config_of_ones_own_without_its_folders_is_refused_with_what_to_do(
+def test_a_config_of_ones_own_without_its_folders_says_what_to_do_at_start(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "relbot.toml").write_text('[people.hugo]\nrm = ["3.14"]\n', encoding="utf-8")
@@ -214,13 +214,22 @@ def test_a_config_of_ones_own_without_its_folders_is_refused_with_what_to_do(
     result = run(tmp_path, "run", stdin="/status\n")
 
     public = tmp_path / "relbot-data" / "public"
-    assert result.returncode == 1
-    assert result.stdout == ""
+    assert result.returncode == 0, result.stderr
     assert (
         f"relbot: storage.public: {public} does not exist; create it (mkdir -p {public}) or "
-        "fix the path." in result.stderr.splitlines()
+        "fix the path. Until then nothing can be published (relbot check --offline lists every "
+        "problem)." in result.stderr.splitlines()
     )
-    assert not (tmp_path / "relbot-data" / "state.db").exists()
+    assert not public.exists(), "a folder from a config file is never created for it"
+    assert "No open releases" in result.stdout
+
+
+def test_a_config_of_ones_own_with_its_folders_starts_without_a_warning(tmp_path: Path) -> None:
+    team(tmp_path, "hugo")
+
+    result = run(tmp_path, "run", stdin="/status\n")
+
+    assert result.returncode == 0 and "does not exist" not in result.stderr, result.stderr
 
 
 def test_a_config_of_ones_own_serves_the_board_only_when_asked(tmp_path: Path) -> None:
