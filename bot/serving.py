@@ -84,8 +84,8 @@ async def run_platforms(
 
 def board_port(config: Config, flag: int | None) -> int | None:
     """The port of the release board: ``--board PORT`` (0: a free one), else a free port for
-    the built-in default (the demo shows the board), else [health]'s own, or None (no
-    server)."""
+    the built-in default (the demo shows the board), else None: ``[health]``'s port when the
+    config has that table, no server when not."""
     if flag is not None:
         return flag
     if config.origin == BUILT_IN:
@@ -111,7 +111,11 @@ async def _health(config: Config, gate: Gate, board: int | None) -> AsyncIterato
     try:
         await server.start()
     except OSError as err:
-        fix = "choose another --board PORT" if board else "change health.host or health.port"
+        fix = (
+            "choose another --board PORT"
+            if board is not None
+            else "change health.host or health.port"
+        )
         raise RelbotError(
             f"health: cannot listen on {host}:{port} ({err.strerror}); {fix}."
         ) from err
