@@ -75,8 +75,10 @@ def test_without_the_fixed_code_the_readme_code_is_refused_pointing_at_the_plans
     result = run(tmp_path, "run", stdin="\n".join(rehearsal_block()) + "\n")
 
     assert result.returncode == 0, result.stderr
-    assert "That is not the code of your plan for 3.14.1; type the confirm line your plan " \
-        "printed, with its code (valid until " in result.stdout  # fmt: skip
+    assert (
+        "That confirmation code is not valid for 3.14.1; use the code your plan printed "
+        "(valid until " in result.stdout
+    )
     assert not (tmp_path / "relbot-data" / "public" / "3.14.1").exists()
 
 

@@ -21,8 +21,8 @@ async def test_a_wrong_code_while_the_plans_code_is_valid_says_to_use_it_and_unt
     until = when(world.clock() - 60 + 600)
     assert reply.private
     assert reply.text == (
-        "That is not the code of your plan for 3.14.1; type the confirm line your plan "
-        f"printed, with its code (valid until {until}), or type /publish 3.14.1 for a new plan."
+        "That confirmation code is not valid for 3.14.1; use the code your plan printed "
+        f"(valid until {until}), or type /publish 3.14.1 for a new plan."
     )
     assert "CODE0001" not in reply.text
     assert EventKind.CONFIRMED.value not in world.events("3.14.1")

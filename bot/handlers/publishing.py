@@ -49,8 +49,8 @@ def code_refusal(tag: ReleaseTag, problem: CodeProblem, live: Offer | None = Non
     again = f"type /publish {tag} for a new plan"
     if problem.fault is CodeFault.UNKNOWN and live is not None:
         return (
-            f"That is not the code of your plan for {tag}; type the confirm line your plan "
-            f"printed, with its code (valid until {when(live.expires_at)}), or {again}."
+            f"That confirmation code is not valid for {tag}; use the code your plan printed "
+            f"(valid until {when(live.expires_at)}), or {again}."
         )
     match problem.fault:
         case CodeFault.SPENT:
