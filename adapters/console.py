@@ -4,8 +4,10 @@ stdout. ``printf '/ready source 3.14.1\n' | relbot run`` scripts a rehearsal."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import difflib
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TextIO
 
 from bot.domain.commands import CODE_RE
@@ -15,6 +17,7 @@ from bot.messages import ChannelMessage
 from bot.scheduler import Poller
 
 CHANNEL_PREFIX = "[#release] "
+UPDATED = "(updated) "
 # Test-only: a scripted rehearsal knows its confirmation code in advance. Honoured by the
 # console platform only; `relbot run` refuses to start a chat platform while it is set.
 FIXED_CODE_ENV = "RELBOT_CONSOLE_FIXED_CODE"
@@ -37,24 +40,72 @@ def fixed_code(environ: Mapping[str, str]) -> Callable[[], str] | None:
 
 
 class ConsoleChat:
-    """The release channel, printed. An edited summary is printed again, marked as such."""
+    """The release channel, printed. A summary is printed whole when first posted; an edit
+    prints only the lines that changed, and nothing when none did, so the reply to what was
+    typed is not buried under the same nine lines again."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
         self._posted = 0
+        self._shown: dict[str, list[str]] = {}  # message ref -> the lines it shows now
+        self._held: list[str] | None = None  # channel output waiting for a command's reply
 
     async def post(self, message: ChannelMessage) -> str:
         self._posted += 1
+        ref = str(self._posted)
+        self._shown[ref] = message.text.splitlines()
         called = "".join(f"@{person} " for person in message.mentions)
         self._write(CHANNEL_PREFIX + called + message.text)
-        return str(self._posted)
+        return ref
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
-        self._write(CHANNEL_PREFIX + "(updated) " + message.text)
+        lines = message.text.splitlines()
+        before = self._shown.get(ref)
+        self._shown[ref] = lines
+        if before is None:  # not printed by this console (a restart): show it whole
+            self._write(CHANNEL_PREFIX + UPDATED + message.text)
+        elif changed := changed_lines(before, lines, message.tag):
+            self._write(CHANNEL_PREFIX + UPDATED + "\n".join(changed))
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep what the channel prints until the block ends: the console prints the reply
+        to a command first, where the eye is, then what the command changed in the channel."""
+        self._held = []
+        try:
+            yield
+        finally:
+            waiting, self._held = self._held, None
+            for text in waiting:
+                self._write(text)
 
     def _write(self, text: str) -> None:
+        if self._held is not None:
+            self._held.append(text)
+            return
         self._out.write(text + "\n")
         self._out.flush()
+
+
+def changed_lines(before: Sequence[str], after: Sequence[str], tag: str | None) -> list[str]:
+    """What an edit changed, as lines to print: the first line (the headline, which names
+    the release) when it changed, else the tag alone; then each new or changed line; then
+    each line gone, marked ``no longer:``, unless the message lost its whole body (a
+    published release's summary is its headline). Empty when nothing changed."""
+    if list(before) == list(after):
+        return []
+    if len(after) == 1:
+        return list(after)
+    head = after[0] if after and (not before or before[0] != after[0]) else f"{tag or ''}:"
+    body: list[str] = []
+    matcher = difflib.SequenceMatcher(a=before[1:], b=after[1:], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("replace", "insert"):
+            body += after[1:][j1:j2]
+        if op == "delete" or (op == "replace" and i2 - i1 > j2 - j1):
+            gone = before[1:][i1 + (j2 - j1 if op == "replace" else 0) : i2]
+            body += [f"  no longer: {line.strip()}" for line in gone]
+    return [head, *body]
 
 
 class Console:
@@ -68,6 +119,9 @@ class Console:
         self._people = list(people)
         self._speaker = speaker
         self._out = out
+        # The console's own channel (always, from `relbot run`) prints after each reply.
+        chat = gate.chat
+        self._channel = chat if isinstance(chat, ConsoleChat) else None
 
     async def run(self, stdin: TextIO) -> int:
         """Serve until end of input, then finish pending work; returns the exit status."""
@@ -77,7 +131,8 @@ class Console:
         try:
             while (line := await lines.get()) is not None:
                 if line.strip():
-                    self._say(await self._answer(line))
+                    with self._held():
+                        self._say(await self._answer(line))
         finally:
             await self._poller.stop()
         return 0
@@ -93,6 +148,9 @@ class Console:
         if asks_help and len(words) == 1 and not reply.private:
             return f"{reply.text}\n  {AS_HELP:<48} {self._as_help()}"
         return reply.text
+
+    def _held(self) -> contextlib.AbstractContextManager[None]:
+        return self._channel.held() if self._channel is not None else contextlib.nullcontext()
 
     def _as_help(self) -> str:
         return f"console only: speak as another person ({', '.join(self._people)}); e.g. /as steve"

@@ -12,14 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+from urllib.parse import quote
 
 from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, RoleReadiness
+from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
+from bot.errors import ConfigError
 from bot.gate import Observed
-from bot.render import event_detail, role_line, when
+from bot.render import count, event_detail, role_line, when
 
 TIMELINE_LIMIT = 200  # newest events shown; `relbot audit TAG` has them all
 # Files shown, the roles' first, then stray ones: a page and its JSON stay small whatever
@@ -57,6 +60,7 @@ class FileView:
     signature: str | None  # valid, missing, invalid; None when not checked
     signature_reason: str
     target: str | None  # where it goes, relative to the public root; None: never published
+    url: str | None = None  # where python.org serves it, once published
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ class ReleaseView:
     published: bool
     publishing: bool
     blockers: tuple[str, ...]  # why /publish would refuse; empty when it would offer a plan
+    #                            and once published (nothing is left to block)
     roles: tuple[RoleView, ...]
     files: tuple[FileView, ...]
     holds: tuple[NoteView, ...]
@@ -122,10 +127,11 @@ class ReleaseView:
     last_event: int = 0  # the id of the release's newest event (0: none): a cursor
     aborted: AbortView | None = None
     files_not_shown: int = 0  # entries past FILES_SHOWN, counted only
+    links: tuple[tuple[str, str], ...] = ()  # (label, URL) of the published release
 
     @property
     def publishable(self) -> bool:
-        return not self.blockers
+        return not self.published and not self.blockers
 
     @property
     def ready(self) -> bool:
@@ -157,6 +163,7 @@ class ReleaseView:
             "published_by": self.published_by,
             "headline": self.headline,
             "blockers": list(self.blockers),
+            "links": dict(self.links),
             "roles": {
                 r.role: {"state": r.state.value, "by": r.by, "at": _iso(r.at), "detail": r.detail}
                 for r in self.roles
@@ -171,6 +178,7 @@ class ReleaseView:
                     "required": f.required,
                     "signature": f.signature,
                     "target": f.target,
+                    "url": f.url,
                 }
                 for f in self.files
             ],
@@ -204,13 +212,14 @@ def release_view(
 ) -> ReleaseView:
     """The board's view of ``tag`` from the gate's last observation and its events."""
     state, readiness = observed.state, observed.readiness
+    published = state.is_published and state.publishing is None
     if readiness is not None:
         roles = tuple(_role_view(r, str(tag)) for r in readiness.roles)
         files = _staged_files(profile, readiness, observed)
         total = sum(len(r.files) for r in readiness.roles) + len(readiness.stray)
     else:
         roles = tuple(_role_from_state(role, state) for role in profile.roles_for(tag))
-        files = _planned_files(state)
+        files = _planned_files(state, _files_url(profile) if published else None)
         total = len(files)
     newest = tuple(
         EventView(e.at, e.actor, e.kind.value, event_detail(e))
@@ -220,7 +229,7 @@ def release_view(
         tag=str(tag),
         published=state.is_published,
         publishing=state.publishing is not None and not state.is_published,
-        blockers=observed.blockers,
+        blockers=() if published else observed.blockers,
         roles=roles,
         files=files[:FILES_SHOWN],
         holds=tuple(NoteView(h.person, h.reason, h.at) for h in state.holds.values()),
@@ -235,6 +244,7 @@ def release_view(
         last_event=events[-1].id if events else 0,
         aborted=_last_abort(events),
         files_not_shown=max(0, total - FILES_SHOWN),
+        links=tuple(profile.links(tag).items()) if published else (),
     )
 
 
@@ -277,8 +287,8 @@ def _role_from_state(role: str, state: ReleaseState) -> RoleView:
         return RoleView(role, RoleState.WAIVED, waiver.person, waiver.at, waiver.reason)
     claim = state.claims.get(role) or state.delivered.get(role)
     if claim is not None:
-        files = len(claim.snapshot)
-        return RoleView(role, RoleState.READY, claim.person, claim.at, f"{files} files claimed")
+        claimed = f"{count(len(claim.snapshot), 'file')} claimed"
+        return RoleView(role, RoleState.READY, claim.person, claim.at, claimed)
     withdrawal = state.withdrawals.get(role)
     if withdrawal is not None:
         return RoleView(role, RoleState.WITHDRAWN, withdrawal.by, withdrawal.at, withdrawal.reason)
@@ -321,15 +331,37 @@ def _last_plan(state: ReleaseState) -> PublishPlan | None:
     return None
 
 
-def _planned_files(state: ReleaseState) -> tuple[FileView, ...]:
+def _planned_files(state: ReleaseState, files_url: str | None) -> tuple[FileView, ...]:
+    """The files being or already published; ``files_url``: where the public ones are
+    served (None while publishing)."""
     plan = _last_plan(state)
     if plan is None:
         return ()
     status = "published" if state.is_published else "publishing"
     return tuple(
-        FileView(f.path, f.role, status, True, f.size, f.sha256, None, "", f.target)
+        FileView(
+            f.path,
+            f.role,
+            status,
+            True,
+            f.size,
+            f.sha256,
+            None,
+            "",
+            f.target,
+            url=files_url + quote(f.target) if files_url else None,
+        )
         for f in plan.files
     )
+
+
+def _files_url(profile: Profile) -> str | None:
+    """Where python.org serves the public folder: the URL its release database records for
+    each file (the profile's ``[pydotorg] files_url``); None when the profile has none."""
+    try:
+        return PydotorgSettings.from_profile(profile).files_url
+    except ConfigError:
+        return None
 
 
 def _plan_view(state: ReleaseState, now: float) -> PlanView | None:

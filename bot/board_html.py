@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from bot.board import EventView, FileView, NoteView, PlanView, ReleaseView, RoleView
-from bot.render import size_text
+from bot.render import count, size_text
 
 STYLE = """
 body{font:16px/1.45 system-ui,sans-serif;margin:0 auto;max-width:80rem;padding:0 1rem;color:#1a1a1a}
@@ -25,7 +25,9 @@ caption{text-align:left;font-weight:600;padding:.3em 0}
 th,td{border:1px solid #bbb;padding:.3em .5em;text-align:left;vertical-align:top}
 thead th{background:#eee}
 td.num{text-align:right;white-space:nowrap}
-code.sha{font-size:.8em;word-break:break-all;display:inline-block;max-width:33ch}
+code.sha{font-size:.85em;display:inline-block;max-width:13ch;overflow:hidden;
+text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
+.ago{color:#555;font-size:.9em;white-space:nowrap}
 dt{font-weight:600}dd{margin:0 0 .4em 1.5em}
 .state{display:inline-block;padding:0 .45em;border-radius:.3em;font-weight:600;
 border:1px solid currentColor;white-space:nowrap}
@@ -89,17 +91,42 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _badge(word: str, tone: str) -> str:
-    return f'<span class="state {tone}">{_e(word)}</span>'
+def _badge(word: str, tone: str, title: str = "") -> str:
+    hint = f' title="{_e(title)}"' if title else ""
+    return f'<span class="state {tone}"{hint}>{_e(word)}</span>'
 
 
-def _time(at: float | None) -> str:
+def ago(at: float, now: float) -> str:
+    """How far ``at`` is from ``now``, in words: ``12 minutes ago``, ``in 7 minutes``. In
+    whole minutes at least, so that a page changes (and is sent again) at most once a
+    minute."""
+    seconds = now - at
+    span = abs(seconds)
+    if span < 60:
+        return "just now" if seconds >= 0 else "in less than a minute"
+    if span < 3600:
+        amount = count(int(span // 60), "minute")
+    elif span < 48 * 3600:
+        amount = count(int(span // 3600), "hour")
+    else:
+        amount = count(int(span // 86400), "day")
+    return f"{amount} ago" if seconds >= 0 else f"in {amount}"
+
+
+def _time(at: float | None, now: float) -> str:
+    """The absolute time, and beside it how long ago (or how soon) that is."""
     if at is None:
         return "—"
     iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-    return (
-        f'<time datetime="{iso}">{time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))}</time>'
-    )
+    shown = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    return f'<time datetime="{iso}">{shown}</time> <span class="ago">({_e(ago(at, now))})</span>'
+
+
+def _link(url: str, text: str) -> str:
+    """A link to ``url`` when it is a web address, else the text alone."""
+    if not url.startswith(("https://", "http://")):
+        return _e(text)
+    return f'<a href="{_e(url)}">{_e(text)}</a>'
 
 
 def _table(caption: str, headers: Sequence[str], rows: Sequence[str]) -> str:
@@ -110,10 +137,19 @@ def _table(caption: str, headers: Sequence[str], rows: Sequence[str]) -> str:
     )
 
 
-def page(title: str, kind: str, heading: str, body: str, refresh: int, scanned_at: float) -> str:
+def page(
+    title: str,
+    kind: str,
+    heading: str,
+    body: str,
+    refresh: int,
+    scanned_at: float,
+    now: float | None = None,
+) -> str:
     """A whole page around ``body`` (HTML): ``kind`` tells the script which page it is on (a
     404 that becomes a release reloads), ``refresh`` how many seconds between its checks."""
-    scanned = _time(scanned_at) if scanned_at else "not yet"
+    now = time.time() if now is None else now
+    scanned = _time(scanned_at, now) if scanned_at else "not yet"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -134,9 +170,13 @@ def page(title: str, kind: str, heading: str, body: str, refresh: int, scanned_a
 
 
 def index_body(
-    open_views: Sequence[ReleaseView], published: Sequence[ReleaseView], roles: Sequence[str]
+    open_views: Sequence[ReleaseView],
+    published: Sequence[ReleaseView],
+    roles: Sequence[str],
+    now: float | None = None,
 ) -> str:
     """Every open release with its headline and roles at a glance, then the recent ones."""
+    now = time.time() if now is None else now
     rows = []
     for view in open_views:
         states = {r.role: r for r in view.roles}
@@ -159,7 +199,7 @@ def index_body(
     )
     done = [
         f'<tr><th scope="row"><a href="/releases/{_e(v.tag)}">{_e(v.tag)}</a></th>'
-        f"<td>{_e(v.published_by or '')}</td><td>{_time(v.published_at)}</td></tr>"
+        f"<td>{_e(v.published_by or '')}</td><td>{_time(v.published_at, now)}</td></tr>"
         for v in published
     ]
     done_html = (
@@ -178,19 +218,21 @@ def index_body(
 # -- one release -------------------------------------------------------------------------
 
 
-def release_body(view: ReleaseView) -> str:
-    """Headline and blockers, roles, holds, waivers, plan, files, timeline."""
+def release_body(view: ReleaseView, now: float | None = None) -> str:
+    """Headline and blockers (or, once published, where to find it), roles, holds, waivers,
+    plan, files, timeline."""
+    now = time.time() if now is None else now
     sections = [
-        ("roles", "Roles", _roles(view.roles)),
-        ("holds", "Holds", _holds(view.holds)),
-        ("waivers", "Waivers", _waivers(view.waivers)),
-        ("plan", "Publish plan", _plan(view.plan)),
+        ("roles", "Roles", _roles(view.roles, now)),
+        ("holds", "Holds", _holds(view.holds, now)),
+        ("waivers", "Waivers", _waivers(view.waivers, now)),
+        ("plan", "Publish plan", _plan(view.plan, now)),
         ("files", "Files", _files(view)),
-        ("timeline", "Timeline", _timeline(view)),
+        ("timeline", "Timeline", _timeline(view, now)),
     ]
     parts = [
         '<section id="summary" data-live="" role="status" aria-live="polite">'
-        f"{_headline(view)}{_blocker_list(view)}</section>"
+        f"{_headline(view)}{_blocker_list(view)}{_links(view)}</section>"
     ]
     for ident, title, content in sections:
         parts.append(
@@ -217,14 +259,24 @@ def _blocker_list(view: ReleaseView) -> str:
     return f'<ul class="blockers" aria-label="What blocks publishing">{items}</ul>'
 
 
+def _links(view: ReleaseView) -> str:
+    """Where people find the published release: its page on python.org, its files."""
+    if not view.links:
+        return ""
+    items = "".join(
+        f"<li>{_e(label.capitalize())}: {_link(url, url)}</li>" for label, url in view.links
+    )
+    return f'<ul class="links" aria-label="Where to find it">{items}</ul>'
+
+
 def _role_badge(role: RoleView) -> str:
     return _badge(role.state.value, ROLE_TONE.get(role.state.value, "none"))
 
 
-def _roles(roles: Sequence[RoleView]) -> str:
+def _roles(roles: Sequence[RoleView], now: float) -> str:
     rows = [
         f'<tr><th scope="row">{_e(r.role)}</th><td>{_role_badge(r)}</td>'
-        f"<td>{_e(r.by or '—')}</td><td>{_time(r.at)}</td><td>{_e(r.detail)}</td></tr>"
+        f"<td>{_e(r.by or '—')}</td><td>{_time(r.at, now)}</td><td>{_e(_detail(r))}</td></tr>"
         for r in roles
     ]
     return _table(
@@ -232,12 +284,21 @@ def _roles(roles: Sequence[RoleView]) -> str:
     )
 
 
-def _holds(holds: Sequence[NoteView]) -> str:
+def _detail(role: RoleView) -> str:
+    """The summary's detail without who (the By column says it): ``4 files, 212 bytes``."""
+    if role.by:
+        for said in (f"{role.by}, ", f"by {role.by}: ", f"by {role.by}"):
+            if role.detail.startswith(said):
+                return role.detail[len(said) :] or "—"
+    return role.detail
+
+
+def _holds(holds: Sequence[NoteView], now: float) -> str:
     if not holds:
         return "<p>No holds.</p>"
     rows = [
         f'<tr><th scope="row">{_e(h.by)}</th><td>{_e(h.reason or "(no reason given)")}</td>'
-        f"<td>{_time(h.at)}</td></tr>"
+        f"<td>{_time(h.at, now)}</td></tr>"
         for h in holds
     ]
     return _table(
@@ -245,18 +306,18 @@ def _holds(holds: Sequence[NoteView]) -> str:
     )
 
 
-def _waivers(waivers: Sequence[NoteView]) -> str:
+def _waivers(waivers: Sequence[NoteView], now: float) -> str:
     if not waivers:
         return "<p>No waivers.</p>"
     rows = [
         f'<tr><th scope="row">{_e(w.subject)}</th><td>{_e(w.by)}</td>'
-        f"<td>{_e(w.reason or '(no reason given)')}</td><td>{_time(w.at)}</td></tr>"
+        f"<td>{_e(w.reason or '(no reason given)')}</td><td>{_time(w.at, now)}</td></tr>"
         for w in waivers
     ]
     return _table("Waived for this release", ["Waived", "By", "Reason", "Since"], rows)
 
 
-def _plan(plan: PlanView | None) -> str:
+def _plan(plan: PlanView | None, now: float) -> str:
     if plan is None:
         return "<p>No plan: the release manager has not asked to publish.</p>"
     words = {
@@ -267,12 +328,12 @@ def _plan(plan: PlanView | None) -> str:
     }
     rows = [
         ("Plan", _e(words.get(plan.stage, plan.stage))),
-        ("Files", f"{plan.files} ({_e(size_text(plan.size))})"),
+        ("Files", f"{count(plan.files, 'file')} ({_e(size_text(plan.size))})"),
         ("Goes to", _e(", ".join(plan.folders))),
         ("Plan digest", f"<code>{_e(plan.digest[:16])}</code>"),
     ]
     if plan.expires_at is not None:
-        rows.append(("Confirmation valid until", _time(plan.expires_at)))
+        rows.append(("Confirmation valid until", _time(plan.expires_at, now)))
     if plan.stage in ("publishing", "published"):
         rows.append(("Steps done", _e(", ".join(plan.steps_done) or "none yet")))
     items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
@@ -284,52 +345,68 @@ def _files(view: ReleaseView) -> str:
         if view.listed:
             return "<p>Nothing is staged.</p>"
         return "<p>Staging has not been listed since the bot started; it is at the next scan.</p>"
-    rows = [_file_row(f, view.signatures_required) for f in view.files]
+    # Once published the files' signatures are not checked any more: a column saying
+    # "not checked" on every row would be noise.
+    checked = any(f.signature is not None for f in view.files)
+    rows = [_file_row(f, view.signatures_required, checked) for f in view.files]
     rule = "required" if view.signatures_required else "shown, not required"
     more = f", and {view.files_not_shown} more entries not shown" if view.files_not_shown else ""
+    signatures = f" (signatures {rule})" if checked else ""
     caption = (
-        f"{len(view.files)} files{more} (signatures {rule}); "
+        f"{count(len(view.files), 'file')}{more}{signatures}; "
         "where each goes is relative to the public folder"
     )
-    headers = ["File", "Role", "Status", "Size", "SHA-256", "Signature", "Goes to"]
+    headers = ["File", "Role", "Status", "Size", "SHA-256"]
+    headers += ["Signature", "Goes to"] if checked else ["Goes to"]
     return _table(caption, headers, rows)
 
 
-def _file_row(f: FileView, required_signatures: bool) -> str:
+def _file_row(f: FileView, required_signatures: bool, checked: bool) -> str:
     status = f.status + ("" if f.required or f.role is None else " (optional)")
     size = "—" if f.size is None else f'<data value="{f.size}">{_e(size_text(f.size))}</data>'
-    sha = f'<code class="sha">{_e(f.sha256)}</code>' if f.sha256 else "not hashed yet"
+    # The whole hash is in the page (a double click or a copy takes all of it); it shows as
+    # its first characters, and in full on hover.
+    sha = (
+        f'<code class="sha" title="{_e(f.sha256)}">{_e(f.sha256)}</code>'
+        if f.sha256
+        else "not hashed yet"
+    )
     if f.signature is None:
         signature = "not checked"
+    elif f.signature == "missing" and not required_signatures:
+        # A release that does not sign would drown in warnings: say it is not asked for.
+        signature = _badge("not required", "none", "unsigned; signatures are not required")
     else:
         invalid = f.signature == "invalid" and f.signature_reason  # why; a missing one is plain
         reason = f" ({_e(f.signature_reason)})" if invalid else ""
-        tone = SIGNATURE_TONE.get(f.signature, "none")
-        if f.signature == "missing" and not required_signatures:
-            tone = "none"  # a release that does not sign would drown in warnings
-        signature = _badge(f.signature, tone) + reason
-    target = _e(f.target) if f.target else "not published (no role may stage it)"
+        signature = _badge(f.signature, SIGNATURE_TONE.get(f.signature, "none")) + reason
+    if f.target is None:
+        target = "not published (no role may stage it)"
+    else:
+        target = _link(f.url, f.target) if f.url else _e(f.target)
     return (
         f'<tr><th scope="row">{_e(f.path)}</th><td>{_e(f.role or "—")}</td>'
         f"<td>{_badge(status, FILE_TONE.get(f.status, 'warn'))}</td>"
-        f'<td class="num">{size}</td><td>{sha}</td><td>{signature}</td><td>{target}</td></tr>'
+        f'<td class="num">{size}</td><td>{sha}</td>'
+        + (f"<td>{signature}</td>" if checked else "")
+        + f"<td>{target}</td></tr>"
     )
 
 
-def _timeline(view: ReleaseView) -> str:
+def _timeline(view: ReleaseView, now: float) -> str:
     if not view.timeline:
         return "<p>Nothing recorded yet.</p>"
-    rows = [_event_row(e) for e in view.timeline]
+    rows = [_event_row(e, now) for e in view.timeline]
     older = view.events - len(view.timeline)
     caption = "The audit trail, newest first" + (
-        f" ({older} older events: relbot audit {view.tag})" if older > 0 else ""
+        f" ({count(older, 'older event')}: relbot audit {view.tag})" if older > 0 else ""
     )
     return _table(caption, ["When", "Who", "Event", "Detail"], rows)
 
 
-def _event_row(e: EventView) -> str:
+def _event_row(e: EventView, now: float) -> str:
     return (
-        f'<tr><th scope="row">{_time(e.at)}</th><td>{_e(e.actor)}</td><td>{_e(e.kind)}</td>'
+        f'<tr><th scope="row">{_time(e.at, now)}</th><td>{_e(e.actor)}</td><td>{_e(e.kind)}</td>'
         f"<td>{_e(e.detail)}</td></tr>"
     )
 

@@ -1,4 +1,4 @@
-"""The ``relbot`` command line: run, manifest, status, audit, sign, check."""
+"""The ``relbot`` command line: run, demo, manifest, status, audit, sign, check, health."""
 
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ from bot.app import (
     slack_manifest,
 )
 from bot.config import Config, load_config
+from bot.demo import BUILT_IN, DEMO_TAG, demo_state, make_demo_folders, reset_demo
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StagingUnreachable
 from bot.logs import setup_logging
 from bot.messages import ChannelMessage
 from bot.render import audit_line
-from bot.serving import refresh_release_cycle, run_console, run_platforms
+from bot.serving import board_port, refresh_release_cycle, run_console, run_platforms
 from bot.state import OwnerLock, StateStore
 from bot.storage.lock import Holder, LateLease, StorageLease
 from bot.storage.overlap import lock_unless_overlapping, refuse_overlap_on_server
@@ -75,12 +76,37 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--log-format", default="text", choices=["text", "json"])
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", parents=[common], help="run the bot")
+    run = sub.add_parser(
+        "run",
+        parents=[common],
+        help="run the bot",
+        description="Run the bot on the platforms of the config.",
+        epilog=RUN_EPILOG,
+    )
     run.add_argument(
         "--platform", action="append", default=[], metavar="NAME", help="console, slack, discord"
     )
     run.add_argument("--as", dest="speaker", metavar="PERSON", help="console: who is typing")
+    run.add_argument(
+        "--board",
+        type=_port,
+        metavar="PORT",
+        help="serve the release board (and /healthz, /metrics) on this port; 0: a free one "
+        "(the built-in default's choice)",
+    )
     run.set_defaults(func=_run)
+
+    demo = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="the built-in demo: where it is; --reset starts the rehearsal again",
+    )
+    demo.add_argument(
+        "--reset",
+        action="store_true",
+        help="delete the demo's folders and state, so that the next relbot run stages 3.14.1 again",
+    )
+    demo.set_defaults(func=_demo)
 
     manifest = sub.add_parser("manifest", parents=[common], help="the expected files of TAG")
     manifest.add_argument("tag")
@@ -153,6 +179,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+RUN_EPILOG = (
+    "Without --config, $RELBOT_CONFIG or ./relbot.toml, relbot runs the built-in default, a "
+    "rehearsal: the console platform speaking as hugo (RM of 3.14; steve and ned hold the "
+    "other roles), state and folders in ./relbot-data/, a demo release 3.14.1 staged on first "
+    "start, and the release board on 127.0.0.1 at a free port (its URL is printed at start). "
+    "relbot demo --reset starts the rehearsal again."
+)
+
+
+def _port(text: str) -> int:
+    """``--board PORT``: 0 (a free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 for a free one, to 65535)")
+    return port
+
+
 def _run(config: Config, args: argparse.Namespace) -> int:
     from bot.preflight import offline_problems
 
@@ -169,12 +215,15 @@ def _run(config: Config, args: argparse.Namespace) -> int:
             f"{FIXED_CODE_ENV} is for console rehearsals only; unset it to run "
             f"{', '.join(platforms)}."
         )
+    if config.origin == BUILT_IN:
+        make_demo_folders(config)  # the rehearsal's own folders, before they are checked
     # What `relbot check --offline` refuses, `relbot run` refuses, before it creates anything.
     # (A chat platform left off with --platform needs none of its secrets.)
     problems = offline_problems(config).problems_except({"slack", "discord"} - set(platforms))
     if problems:
         print("\n".join(f"relbot: {p}" for p in problems), file=sys.stderr)
         return 1
+    board = board_port(config, args.board)
     lock = OwnerLock(config.state_path)
     lock.acquire()
     try:
@@ -183,8 +232,8 @@ def _run(config: Config, args: argparse.Namespace) -> int:
         lease = _storage_lease(config, holder)
         try:
             if platforms == ["console"]:
-                return asyncio.run(run_console(config, args.speaker, lease))
-            return asyncio.run(run_platforms(config, platforms, lease))
+                return asyncio.run(run_console(config, args.speaker, lease, board))
+            return asyncio.run(run_platforms(config, platforms, lease, board))
         finally:
             lease.release()
     finally:
@@ -224,8 +273,31 @@ def _status(config: Config, args: argparse.Namespace) -> int:
     gate = build_gate(config, _Silent(), connect=False)
     line = f"/status {args.tag}" if args.tag else "/status"
     reply = asyncio.run(gate.handle("cli", "status", line))
+    if reply.private:  # a refusal is an error, said where errors go
+        print(f"relbot: {reply.text}", file=sys.stderr)
+        return 1
     print(reply.text)
-    return 1 if reply.private else 0
+    return 0
+
+
+def _demo(config: Config, args: argparse.Namespace) -> int:
+    """Say where the built-in demo keeps its data; ``--reset`` deletes it (refused while a
+    bot runs on it, and for any config but the built-in default)."""
+    if config.origin != BUILT_IN:
+        raise RelbotError(
+            f"relbot demo is about the built-in default; {config.origin} is in use, and its "
+            "data is not the demo's (run relbot demo in a folder without relbot.toml)."
+        )
+    if args.reset:
+        removed = reset_demo(config)
+        gone = ", ".join(str(path) for path in removed) or "nothing was there"
+        print(
+            f"relbot demo: reset ({gone}). The next relbot run (or make run) stages the demo "
+            f"release {DEMO_TAG} again."
+        )
+        return 0
+    print(f"relbot demo: {demo_state(config)}")
+    return 0
 
 
 def _audit(config: Config, args: argparse.Namespace) -> int:

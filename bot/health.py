@@ -50,6 +50,12 @@ class HealthServer:
             await self.stop()
             raise
 
+    @property
+    def port(self) -> int:
+        """The port it listens on, once started: the one the system chose for port 0."""
+        addresses = self._runner.addresses if self._runner is not None else []
+        return int(addresses[0][1]) if addresses else self._port
+
     def serve_board(self, board: BoardRoutes) -> None:
         """Serve the release board too (call before :meth:`start`)."""
         self._board = board

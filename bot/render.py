@@ -103,7 +103,7 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     elif readiness.publishable:
         head = f"{tag}: all {total} roles ready; publishable (RM: /publish {tag})"
     else:
-        head = f"{tag}: {ready} of {total} roles ready; not publishable yet"
+        head = f"{tag}: {ready} of {total} roles ready; not publishable yet" + _blocker(readiness)
     lines = [head]
     for role in readiness.roles:
         word, detail = role_line(role, tag)
@@ -139,6 +139,17 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
     if readiness.branch_status is not None:
         lines.append("  " + branch_line(readiness.tag.branch, readiness.branch_status))
     return "\n".join(lines)
+
+
+def _blocker(readiness: Readiness) -> str:
+    """``: staging: notes.txt (unexpected)`` when the roles are not what blocks (the count of
+    ready roles already says that), so the headline names it; else empty."""
+    blockers = readiness.blockers
+    by_roles = tuple(f"{role.role}: " for role in readiness.roles)
+    if not blockers or any(b.startswith(by_roles) for b in blockers):
+        return ""
+    more = f" (and {len(blockers) - 1} more)" if len(blockers) > 1 else ""
+    return f": {blockers[0]}{more}"
 
 
 def _late_files(readiness: Readiness) -> bool:

@@ -7,6 +7,8 @@ claims whose files changed, build the plan ``/publish`` would offer).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import difflib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -19,7 +21,7 @@ from bot.domain.history import EventKind, ReleaseState
 from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.signing import sign_command
 from bot.domain.tags import ReleaseTag
-from bot.errors import RegistryError
+from bot.errors import RegistryError, RelbotError
 from bot.metrics import Metrics
 from bot.observer import Observer
 from bot.pipeline import BOT, Pipeline
@@ -78,11 +80,24 @@ class Services:
     async def require_known(self, tag: ReleaseTag) -> None:
         """Refuse a command that would record something about a release nobody staged or
         acted on: a typo (3.14.11) would become a release kept and listed for ever."""
-        if tag not in self.store.open_tags() and await self.observer.list_staging(tag) is None:
-            raise Refusal(
-                f"{tag} is not a release anyone has staged or acted on; check the tag "
-                "(/status lists the open releases)."
-            )
+        unknown = await self.unknown_release(tag)
+        if unknown is not None:
+            raise Refusal(unknown)
+
+    async def unknown_release(self, tag: ReleaseTag) -> str | None:
+        """The refusal of a tag the bot knows nothing of (nothing staged, nobody acted on it,
+        never published), with what was probably meant; None for a release it knows."""
+        if tag in self.store.open_tags() or self.store.release(tag).is_published:
+            return None
+        if await self.observer.list_staging(tag) is not None:
+            return None
+        known = {str(t) for t in self.store.open_tags()}
+        for name in await self.observer.staged_tags():
+            with contextlib.suppress(RelbotError):  # a folder that is not a release
+                known.add(str(ReleaseTag.parse(name)))
+        return f"No release {tag} is known: nothing is staged or recorded for it; " + _hint(
+            str(tag), sorted(known)
+        )
 
     async def refresh(self, tag: ReleaseTag) -> None:
         """Re-render the summary from the last listing seen (no new listing)."""
@@ -193,3 +208,17 @@ class Services:
         origin = self.config.origin  # a file's path, or "built-in default"
         from_file = origin != "built-in default"
         return sign_command(tag, str(self.config.path(Path(origin).name)) if from_file else None)
+
+
+SHOWN = 5  # open releases named when none is close to what was typed
+
+
+def _hint(typed: str, known: list[str]) -> str:
+    """What was probably meant instead of the unknown tag ``typed``."""
+    close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]}?"
+    if not known:
+        return "no release is open (stage files to start one)."
+    more = f" and {len(known) - SHOWN} more" if len(known) > SHOWN else ""
+    return f"the open releases are {', '.join(known[:SHOWN])}{more} (/status shows them)."

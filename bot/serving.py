@@ -17,12 +17,13 @@ from bot.app import (
     build_console,
     build_gate,
     build_platform,
+    build_storage,
     console_chat,
     console_codes,
     platforms_chat,
 )
 from bot.config import Config
-from bot.demo import DEMO_TAG, stage_demo
+from bot.demo import BUILT_IN, DEMO_TAG, published_note, stage_demo
 from bot.errors import RelbotError
 from bot.state import StateStore
 from bot.storage.lock import StorageLease
@@ -34,8 +35,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("relbot")
 
 
-async def run_platforms(config: Config, names: list[str], lease: StorageLease) -> int:
-    """Serve the chat platforms on one gate until SIGTERM or SIGINT."""
+async def run_platforms(
+    config: Config, names: list[str], lease: StorageLease, board: int | None = None
+) -> int:
+    """Serve the chat platforms on one gate until SIGTERM or SIGINT; ``board``: the port of
+    the release board (see :func:`board_port`)."""
     from bot.scheduler import Poller
 
     platforms: list[Platform] = [build_platform(config, name) for name in names]
@@ -45,6 +49,7 @@ async def run_platforms(config: Config, names: list[str], lease: StorageLease) -
     gate = build_gate(config, chat)
     gate.metrics.channels = chat.health  # /healthz tells when a channel refuses posts
     gate.lease = lease
+    _warn_about_folders(config)
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -61,7 +66,9 @@ async def run_platforms(config: Config, names: list[str], lease: StorageLease) -
         log.warning("relbot %s serving %s", __version__, ", ".join(names))
         await stop.wait()
 
-    async with _health(config, gate):
+    async with _health(config, gate, board) as url:
+        if url:
+            print(f"relbot: the release board is at {url}", file=sys.stderr, flush=True)
         # A signal must stop the bot even while a platform is still trying to connect.
         serving, stopping = asyncio.create_task(serve()), asyncio.create_task(stop.wait())
         try:
@@ -77,32 +84,54 @@ async def run_platforms(config: Config, names: list[str], lease: StorageLease) -
     return 0
 
 
+def board_port(config: Config, flag: int | None) -> int | None:
+    """The port of the release board: ``--board PORT`` (0: a free one), else a free port for
+    the built-in default (the demo shows the board), else None: ``[health]``'s port when the
+    config has that table, no server when not."""
+    if flag is not None:
+        return flag
+    if config.origin == BUILT_IN:
+        return 0
+    return None
+
+
 @contextlib.asynccontextmanager
-async def _health(config: Config, gate: Gate) -> AsyncIterator[None]:
-    """Serve ``/healthz`` and ``/metrics`` while the bot runs, when ``[health]`` asks."""
-    if config.model.health is None:
-        yield
+async def _health(config: Config, gate: Gate, board: int | None) -> AsyncIterator[str | None]:
+    """Serve ``/healthz``, ``/metrics`` and the release board while the bot runs, when
+    ``[health]`` or ``board`` (a port, see :func:`board_port`) asks; yields the board's URL."""
+    health = config.model.health
+    if health is None and board is None:
+        yield None
         return
     from bot.board_http import BoardRoutes
     from bot.health import HealthServer
 
-    host, port = config.model.health.host, config.model.health.port
+    host = health.host if health is not None else "127.0.0.1"
+    port = board if board is not None else health.port if health is not None else 0
     server = HealthServer(gate.metrics, config.model.poll_interval, port, host)
     server.serve_board(BoardRoutes(gate))
     try:
         await server.start()
     except OSError as err:
+        fix = (
+            "choose another --board PORT"
+            if board is not None
+            else "change health.host or health.port"
+        )
         raise RelbotError(
-            f"health: cannot listen on {host}:{port} ({err.strerror}); change health.host "
-            "or health.port."
+            f"health: cannot listen on {host}:{port} ({err.strerror}); {fix}."
         ) from err
     try:
-        yield
+        shown = "127.0.0.1" if host in ("0.0.0.0", "") else host  # where a browser goes
+        yield f"http://{shown}:{server.port}/"
     finally:
         await server.stop()
 
 
-async def run_console(config: Config, speaker: str | None, lease: StorageLease) -> int:
+async def run_console(
+    config: Config, speaker: str | None, lease: StorageLease, board: int | None = None
+) -> int:
+    """Serve the console until end of input; ``board``: see :func:`board_port`."""
     from bot.scheduler import Poller
 
     people = list(config.people)
@@ -113,16 +142,32 @@ async def run_console(config: Config, speaker: str | None, lease: StorageLease) 
     _first_start(config)
     gate = build_gate(config, console_chat(sys.stdout), code_factory=codes)
     gate.lease = lease
+    _warn_about_folders(config)
     poller = Poller(gate, config.model.poll_interval)
-    _banner(config, speaker)
-    async with _health(config, gate):
+    async with _health(config, gate, board) as url:
+        _banner(config, speaker, url)
         return await build_console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
+
+
+def _warn_about_folders(config: Config) -> None:
+    """Say at start what keeps local folders from being published to, and how to fix it
+    (a relbot.toml written beside the demo points at folders nobody created). The bot still
+    starts: commands and scans work, and the folders are never created for it."""
+    if config.model.storage.kind != "local":
+        return  # a server's folders are checked by relbot check, which reaches the server
+    for problem in build_storage(config).check():
+        print(
+            f"relbot: {problem} Until then nothing can be published (relbot check --offline "
+            "lists every problem).",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _first_start(config: Config) -> None:
     """The built-in default stages a demo release the first time it runs in a folder: while
     nothing has been recorded and the demo is neither staged nor public."""
-    if config.origin != "built-in default":
+    if config.origin != BUILT_IN:
         return
     staging = config.path(config.model.storage.staging)
     public = config.path(config.model.storage.public)
@@ -137,7 +182,7 @@ def _first_start(config: Config) -> None:
     stage_demo(staging, config.profile)
 
 
-def _banner(config: Config, speaker: str) -> None:
+def _banner(config: Config, speaker: str, board: str | None) -> None:
     others = ", ".join(p for p in config.people if p != speaker)
     lines = [
         f"relbot {__version__}, console platform ({config.origin}). You are {speaker}; "
@@ -145,7 +190,7 @@ def _banner(config: Config, speaker: str) -> None:
         "end of input (Ctrl-D) quits.",
     ]
     staging = config.path(config.model.storage.staging)
-    if config.origin == "built-in default" and (staging / str(DEMO_TAG)).is_dir():
+    if config.origin == BUILT_IN and (staging / str(DEMO_TAG)).is_dir():
         tag = DEMO_TAG
         lines.append(
             f"A demo release {tag} is staged in {staging / str(tag)}/. Try: /status {tag}, "
@@ -153,13 +198,17 @@ def _banner(config: Config, speaker: str) -> None:
             f"/as ned, /ready macos {tag}, /as hugo, /publish {tag}, then the confirm line it "
             "prints."
         )
+    elif (note := published_note(config)) is not None:
+        lines.append(note)
+    if board is not None:
+        lines.append(f"The release board is at {board}")
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 def refresh_release_cycle(config: Config) -> str | None:
     """Read the release cycle afresh from its URL (the built-in demo stays offline); returns
     why the URL failed, if it did: the bot then keeps the copy it has."""
-    if config.origin == "built-in default":
+    if config.origin == BUILT_IN:
         return None
     source = config.model.release_cycle
     copy, problem = release_cycle.refresh(source, config.base, config.release_cycle_cache)

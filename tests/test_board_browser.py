@@ -1,6 +1,7 @@
 """The release board in a real headless browser (Debian's chromium, driven by chromedriver)
 during a console rehearsal with ``[health]`` on: one page is opened once and kept open while the
-team types; what a person sees must follow each step by itself.
+team types; what a person sees must follow each step by itself, up to the published release
+with its links.
 
 Screenshots are kept in ``test-artifacts/`` at the root of the project (ignored by git).
 """
@@ -135,6 +136,37 @@ def role_row(driver: webdriver.Chrome, role: str) -> str:
     return next((" ".join(w) for w in words if w and w[0] == role), "")
 
 
+def hashes(driver: webdriver.Chrome) -> list[dict[str, Any]]:
+    """Each SHA-256 on the page: its text, its title, and its width shown and whole (px)."""
+    found = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#files code.sha'), c => ({text: "
+        "c.textContent, title: c.title, shown: c.clientWidth, whole: c.scrollWidth}))"
+    )
+    return list(found)
+
+
+def column(driver: webdriver.Chrome, ident: str, name: str) -> list[str]:
+    """The texts of the column headed ``name`` in the table inside ``ident``."""
+    cells = driver.execute_script(
+        "var t = document.getElementById(arguments[0]).querySelector('table');"
+        "var i = Array.from(t.tHead.rows[0].cells, c => c.innerText).indexOf(arguments[1]);"
+        "return Array.from(t.tBodies[0].rows, r => r.cells[i].innerText)",
+        ident,
+        name,
+    )
+    return [str(cell) for cell in cells]
+
+
+def links(driver: webdriver.Chrome, ident: str) -> dict[str, str]:
+    """``{href: text}`` of every link inside ``ident``."""
+    pairs = driver.execute_script(
+        "return Array.from(document.getElementById(arguments[0]).querySelectorAll('a'), "
+        "a => [a.getAttribute('href'), a.innerText])",
+        ident,
+    )
+    return {str(href): str(text) for href, text in pairs}
+
+
 def text_of(driver: webdriver.Chrome, ident: str) -> str:
     return str(driver.execute_script(f"return document.getElementById('{ident}').innerText"))
 
@@ -191,9 +223,18 @@ def test_the_open_page_follows_a_console_rehearsal(tmp_path: Path, browser: Any)
         assert "complete" in role_row(browser, "source")
         assert HOSTILE in text_of(browser, "files")  # as text, not markup
         assert not browser.find_elements(By.CSS_SELECTOR, "main img")
+        assert "unexpected" in headline(browser)  # what blocks, named where the eye is
 
         run.type("/ready source 3.14.1")
         until(browser, "source ready by hugo", lambda d: "ready hugo" in role_row(d, "source"))
+        assert "(just now)" in role_row(browser, "source")  # beside the absolute time
+        assert "hugo," not in role_row(browser, "source")  # Detail does not repeat By
+        until(browser, "source's hashes", lambda d: len(hashes(d)) >= 4)
+        for sha in hashes(browser):  # short on the page, whole on hover and when copied
+            assert re.fullmatch(r"[0-9a-f]{64}", sha["text"]) and sha["title"] == sha["text"]
+            assert sha["shown"] < sha["whole"] / 3, sha
+        signatures = column(browser, "files", "Signature")
+        assert "not required" in signatures and "missing" not in signatures
         hostile.unlink()
         until(browser, "the stray file gone", lambda d: HOSTILE not in text_of(d, "files"))
 
@@ -244,6 +285,21 @@ def test_the_open_page_follows_a_console_rehearsal(tmp_path: Path, browser: Any)
         assert browser.execute_script("return window.openedOnce === true"), "the page reloaded"
         data = run.release("3.14.1")
         assert data["published"] is True and data["publishable"] is False
+        assert data["blockers"] == [] and not browser.find_elements(By.CSS_SELECTOR, ".blockers")
+        page_link = "https://www.python.org/downloads/release/python-3141/"
+        assert data["links"] == {
+            "release page": page_link,
+            "files": "https://www.python.org/ftp/python/3.14.1/",
+        }
+        assert links(browser, "summary") == {
+            page_link: page_link,
+            "https://www.python.org/ftp/python/3.14.1/": "https://www.python.org/ftp/python/3.14.1/",
+        }
+        public = links(browser, "files")  # each public file, linked where python.org serves it
+        assert len(public) == len(data["files"]) == 19
+        for f in data["files"]:
+            assert public[f"https://www.python.org/ftp/python/{f['target']}"] == f["target"]
+        assert "1 file claimed" in role_row(browser, "macos") and "1 files" not in files
         shot = screenshot(browser, "board-after-publish.png")
         assert shot.stat().st_size > 10_000
 

@@ -1,5 +1,6 @@
-"""The board's view model and HTML, without a server: offers, waivers, escaping, and the JSON
-schema that docs/board.md documents for the release automation."""
+"""The board's view model and HTML, without a server: offers, waivers, escaping, a published
+release and its links, what reads at a glance, and the JSON schema that docs/board.md documents
+for the release automation."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from pathlib import Path
 
 from bot.board import NoteView, ReleaseView, release_view
-from bot.board_html import release_body
+from bot.board_html import ago, release_body
 from bot.domain.tags import ReleaseTag
 from tests.conftest import World
 
@@ -71,3 +72,73 @@ async def test_the_documented_json_example_has_exactly_the_fields_served(world: 
     table = DOCS.read_text().split("## The JSON")[1]
     for name in served:  # every field served is in the documented table
         assert f"`{name}`" in table, name
+
+
+async def published(world: World) -> ReleaseView:
+    await world.say("hugo", await world.plan("3.14.1"))
+    tag = ReleaseTag.parse("3.14.1")
+    observed = await world.gate.observed(tag)
+    return release_view(world.profile, tag, observed, world.store.events(tag), now=world.clock())
+
+
+async def test_a_published_release_has_no_blockers_and_links_to_python_org(world: World) -> None:
+    await offered(world)
+    view = await published(world)
+
+    assert view.published and not view.publishable and view.blockers == ()
+    data = view.to_json()
+    assert data["blockers"] == [] and data["publishable"] is False
+    assert data["links"] == {
+        "release page": "https://www.python.org/downloads/release/python-3141/",
+        "files": "https://www.python.org/ftp/python/3.14.1/",
+    }
+    urls = {f["target"]: f["url"] for f in data["files"]}
+    assert urls["3.14.1/Python-3.14.1.tgz"] == (
+        "https://www.python.org/ftp/python/3.14.1/Python-3.14.1.tgz"
+    )
+    assert urls["doc/3.14.1/python-3.14.1-docs.epub"] == (
+        "https://www.python.org/ftp/python/doc/3.14.1/python-3.14.1-docs.epub"
+    )
+    body = release_body(view, now=world.clock())
+    assert 'href="https://www.python.org/downloads/release/python-3141/"' in body
+    assert '<th scope="col">Signature</th>' not in body  # nothing checked: no such column
+    assert "1 file claimed" in body and "1 files" not in body
+
+
+async def test_an_open_release_links_nothing_yet(world: World) -> None:
+    view = await offered(world)
+
+    assert view.links == () and all(f.url is None for f in view.files)
+    assert '<a href="https://' not in release_body(view, now=world.clock())
+
+
+async def test_unsigned_files_say_not_required_when_signatures_are_not(world: World) -> None:
+    view = await offered(world)
+
+    body = release_body(view, now=world.clock())
+
+    assert ">not required</span>" in body and ">missing</span>" not in body
+    required = dataclasses.replace(view, signatures_required=True)
+    assert ">missing</span>" in release_body(required, now=world.clock())
+
+
+async def test_the_roles_detail_leaves_who_to_the_by_column(world: World) -> None:
+    view = await offered(world)
+    assert view.roles[0].detail.startswith("hugo, ")  # the channel summary's words
+
+    body = release_body(view, now=world.clock() + 720)
+
+    row = body.split('<th scope="row">source</th>')[1].split("</tr>")[0]
+    assert "<td>hugo</td>" in row and "hugo," not in row
+    assert "(12 minutes ago)" in row
+
+
+def test_times_read_as_how_long_ago_or_how_soon() -> None:
+    now = 1_800_000_000.0
+    assert ago(now - 5, now) == "just now"
+    assert ago(now - 60, now) == "1 minute ago"
+    assert ago(now - 12 * 60 - 59, now) == "12 minutes ago"
+    assert ago(now - 3 * 3600, now) == "3 hours ago"
+    assert ago(now - 3 * 86400, now) == "3 days ago"
+    assert ago(now + 7 * 60, now) == "in 7 minutes"
+    assert ago(now + 30, now) == "in less than a minute"

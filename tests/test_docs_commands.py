@@ -51,3 +51,14 @@ def test_each_platforms_page_lists_every_command(page: str, commands: list[str])
     text = (ROOT / page).read_text(encoding="utf-8")
     missing = [command for command in commands if not listed(text, command)]
     assert not missing, f"{page} does not list {missing}"
+
+
+NUMBERS = {"nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13}
+
+
+def test_the_slack_page_counts_the_commands_right() -> None:
+    text = (ROOT / "docs/slack.md").read_text(encoding="utf-8")
+    said = re.findall(r"the (\w+)\s+slash commands", text)
+    assert said, "docs/slack.md no longer says how many slash commands there are"
+    for word in said:
+        assert NUMBERS.get(word) == len(USAGE), f"docs/slack.md says {word} slash commands"

@@ -24,7 +24,7 @@ from bot.handlers.status import status
 from bot.handlers.waivers import unwaive, waive
 from bot.messages import Reply
 from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal
-from bot.refusals import Refusal, refuse_unless
+from bot.refusals import Refusal
 from bot.render import when
 from bot.services import Services
 
@@ -51,7 +51,9 @@ async def dispatch(s: Services, person: str, command: cmd.Command) -> Reply:
     """Run ``command``'s handler for ``person`` (on the team); raises :class:`Refusal`."""
     assert not isinstance(command, cmd.Help | cmd.Status)
     tag = command.tag
-    refuse_unless(authority.unmanaged(s.team, tag), Refusal)
+    if (unmanaged := authority.unmanaged(s.team, tag)) is not None:
+        # A typo (3.99.9) names no configured branch either: say what was probably meant.
+        raise Refusal(await s.unknown_release(tag) or unmanaged)
     state = s.store.release(tag)
     if (
         state.is_published

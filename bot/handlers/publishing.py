@@ -11,7 +11,7 @@ from bot import announcing, index_publishing
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code
-from bot.domain.history import EventKind, ReleaseState, plan_to_json
+from bot.domain.history import EventKind, Offer, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
@@ -45,9 +45,15 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
     return Reply(text, plan=plan, confirm=prompt, notes=notes)
 
 
-def code_refusal(tag: ReleaseTag, problem: CodeProblem) -> str:
-    """The one sentence refusing a confirmation code."""
+def code_refusal(tag: ReleaseTag, problem: CodeProblem, live: Offer | None = None) -> str:
+    """The one sentence refusing a confirmation code; ``live``: the plan whose own code the
+    person can still use (a mistyped code, or one copied from an example)."""
     again = f"type /publish {tag} for a new plan"
+    if problem.fault is CodeFault.UNKNOWN and live is not None:
+        return (
+            f"That confirmation code is not valid for {tag}; use the code your plan printed "
+            f"(valid until {when(live.expires_at)}), or {again}."
+        )
     match problem.fault:
         case CodeFault.SPENT:
             return f"That confirmation code was {problem.why}; {again}."
@@ -70,7 +76,9 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     again = f"type /publish {tag} for a new plan"
     problem = check_code(state.offer, state.spent_codes, code_hash, person, s.clock())
     if problem is not None:
-        raise CodeRefused(code_refusal(tag, problem))
+        offer = state.offer
+        mine = offer is not None and offer.person == person and s.clock() <= offer.expires_at
+        raise CodeRefused(code_refusal(tag, problem, offer if mine else None))
     assert state.offer is not None
     plan = await s.publishable_plan(tag, state)
     if plan.digest != state.offer.plan.digest:
