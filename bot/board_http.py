@@ -63,7 +63,7 @@ class BoardRoutes:
             observed,
             gate.store.events(tag),
             now=time.time(),
-            signatures_required=gate.config.model.signatures.require,
+            signatures_required=gate.config.requires_signatures(tag),
         )
 
     async def _index(self, request: web.Request) -> web.Response:

@@ -22,6 +22,7 @@ from bot.app import (
     build_storage,
 )
 from bot.config import Config, load_config
+from bot.domain.signing import opt_out_warning
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StagingUnreachable
 from bot.logs import setup_logging
@@ -237,6 +238,8 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         problems.append(problem)
     copy = config.release_cycle
     print(f"relbot check: release cycle from {copy.describe(time.time())}.")
+    if (warning := opt_out_warning(config.model.signatures.require, config.profile)) is not None:
+        print(f"relbot check: warning: {warning}")  # an explicit choice: not a problem
     if problems:
         print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
         return 1
