@@ -329,8 +329,8 @@ class Gate:
 
 
 def _redact(text: str) -> str:
-    """The command as typed, minus any confirmation code, for the audit trail."""
+    """The command as typed, minus any confirmation and login code, for the audit trail."""
     words = text.split()
-    if len(words) == 4 and words[2].lower() == "confirm":
-        words[3] = "<code>"
+    if len(words) >= 4 and words[2].lower() == "confirm":
+        words[3:] = ["<code>", *["<login>" for _ in words[4:]]]
     return " ".join(words)[:200]

@@ -1,4 +1,5 @@
-"""The publish pipeline: promote → (index) → register → purge → announce, after a confirmation.
+"""The publish pipeline: sign → promote → (index) → register → purge → announce, after a
+confirmation.
 
 Each step is an object with a name and an idempotent ``run``; the pipeline journals a step as
 started once and as done with its detail, so a restart resumes where a crash stopped and
@@ -17,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from bot import index_publishing
+from bot import index_publishing, sign_step
 from bot.connections import Connections
 from bot.domain import late
 from bot.domain.history import EventKind, ReleaseState
@@ -25,6 +26,7 @@ from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, RelbotError, StorageError
+from bot.login import Logins
 from bot.messages import ChannelKind, ChannelMessage
 from bot.metrics import Metrics
 from bot.pinning import listing, public_folders
@@ -37,7 +39,7 @@ from bot.reporter import Reporter
 log = logging.getLogger(__name__)
 
 BOT = "relbot"  # the actor of events the bot causes itself (a step, a withdrawn claim)
-PIPELINE = ("promote", "register", "purge", "announce")
+PIPELINE = (sign_step.NAME, "promote", "register", "purge", "announce")
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ class Pipeline:
         reporter: Reporter,
         *,
         published: Callable[[ReleaseTag], Awaitable[None]],
+        logins: Logins | None = None,
     ) -> None:
         self._conn = conn
         self._store = store
@@ -197,6 +200,7 @@ class Pipeline:
         self._reporter = reporter
         self._published = published  # called once the PUBLISHED event is journaled
         steps: list[Step] = [
+            sign_step.Sign(conn, store, profile, logins or Logins(), actor=BOT),
             Promote(conn, metrics),
             SwapIndex(conn),
             Register(conn),
@@ -223,6 +227,12 @@ class Pipeline:
             except PromotionConflict as err:
                 await self._conflict(state, err)
                 return
+            except sign_step.SigningFailed as err:
+                self._metrics.publish_failures += 1
+                await sign_step.call_off(
+                    self._conn, self._store, self._reporter, state, err, actor=BOT
+                )
+                return
             except (RelbotError, OSError) as err:
                 self._metrics.publish_failures += 1
                 log.warning("publish of %s stopped at %s: %s", tag, name, err)
@@ -231,6 +241,9 @@ class Pipeline:
                 await self._reporter.publish_stopped(tag, text, who(state.publisher))
                 return
             self._store.append(tag, BOT, EventKind.STEP_DONE, step=name, detail=detail)
+            state = self._store.release(tag)  # a step may add to the plan (the signatures)
+            assert state.publishing is not None
+            plan = state.publishing
         self._store.append(
             tag, BOT, EventKind.PUBLISHED, files=len(plan.files), size=plan.total_size
         )
