@@ -218,8 +218,8 @@ class Pipeline:
         if await self._reporter.storage_trouble():
             return  # another bot holds the storage: told once; resumes once it is ours
         for name in index_publishing.pipeline_for(plan, PIPELINE):
-            if name in state.steps_done:
-                continue
+            if name in state.steps_done or (name == sign_step.NAME and not state.to_sign):
+                continue  # done, or nothing to sign: a publish without a login
             if state.step_started != name:
                 self._store.append(tag, BOT, EventKind.STEP_STARTED, step=name)
             try:

@@ -348,7 +348,40 @@ async def test_with_signatures_opted_out_the_plan_says_so_and_asks_no_login(
     reply = await world.say("hugo", f"/publish {TAG}")
 
     assert reply.confirm is not None and reply.confirm.login_url is None
-    assert f"Signatures: not required for {TAG}" in reply.text
+    assert f"Signatures: not required for {TAG} ([signatures] require = false)." in reply.text
     done = await world.say("hugo", reply.confirm.line)
     assert done.text.startswith(f"Published {TAG}:")
     assert not any(p.endswith(".sigstore") for p in world.public_files())
+
+
+def test_relbot_check_warns_when_the_config_opts_out(
+    tmp_path: Path, as_rm: SigstoreInstance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    instance_world(tmp_path, as_rm, require=False)
+    (tmp_path / "data" / "staging").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "data" / "public").mkdir(parents=True, exist_ok=True)
+
+    code = main(["check", "--offline", "--config", str(tmp_path / "relbot.toml")])
+
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (
+        "relbot check: warning: signatures.require = false: releases are published without "
+        "Sigstore signatures (the cpython profile requires them from 3.10 on)"
+    ) in out
+
+
+def test_relbot_check_is_quiet_about_signatures_when_they_are_required(
+    tmp_path: Path, as_rm: SigstoreInstance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    instance_world(tmp_path, as_rm)
+    (tmp_path / "data" / "staging").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "data" / "public").mkdir(parents=True, exist_ok=True)
+
+    main(["check", "--offline", "--config", str(tmp_path / "relbot.toml")])
+
+    assert "warning" not in capsys.readouterr().out

@@ -176,3 +176,37 @@ def test_stage_ready_sign_publish_confirm(
     assert "Published 3.14.1" in out, "".join(seen) + out
     assert "withdrawn" not in "".join(seen) + out
     assert_published_signed_and_registered(tmp_path, staged, signed, api)
+
+
+def test_the_log_stopping_mid_signing_leaves_nothing_public_in_a_console_rehearsal(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    with SigstoreInstance() as instance:
+        bot, staged, _, _ = start_bot(tmp_path, instance, api)
+        assert bot.stdout is not None
+        seen: list[str] = []
+        try:
+            for role in ("source", "docs", "windows", "macos"):
+                type_line(bot, f"/ready {role} 3.14.1")
+                read_until(bot.stdout, rf"{role} is ready for 3\.14\.1", seen)
+            type_line(bot, "/publish 3.14.1")
+            link = read_until(bot.stdout, r"Log in as hugo@python\.org: (\S+)", seen).group(1)
+            confirm = read_until(bot.stdout, r"/publish 3\.14\.1 confirm [A-Z0-9]{6,12}", seen)
+            with urllib.request.urlopen(link, timeout=10) as page:
+                login = page.read().decode().strip()
+            instance.stop_log_after(2)  # the bot's signing loses the log part-way
+            out, err = bot.communicate(f"{confirm.group(0)} {login}\n", timeout=180)
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait()
+        assert not instance.log_is_up
+    assert bot.returncode == 0, err
+    assert "Publishing 3.14.1 was called off before anything became public" in out, out
+    public = tmp_path / "relbot-data" / "public"
+    assert not [p for p in public.rglob("*") if p.is_file()]
+    staging = tmp_path / "relbot-data" / "staging" / "3.14.1"
+    assert sorted(p.name for p in staging.rglob("*") if p.is_file()) == sorted(
+        p.name for p in staged
+    )
+    assert api.files("Python 3.14.1") == []

@@ -57,7 +57,9 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
     if signing is not None:
         text = _before_last_line(text, signing.text(tag))
     elif not s.signing.required(tag):
-        text = _before_last_line(text, f"Signatures: not required for {tag} ([signatures]).")
+        opted_out = s.config.model.signatures.require is False
+        why = " ([signatures] require = false)" if opted_out else ""
+        text = _before_last_line(text, f"Signatures: not required for {tag}{why}.")
     return Reply(text, plan=plan, confirm=prompt)
 
 
