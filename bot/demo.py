@@ -1,4 +1,9 @@
-"""The demo release that the built-in local default stages on first start."""
+"""The demo release that the built-in local default stages on first start.
+
+Its files are stand-ins and the demo runs offline, so it cannot be signed with Sigstore: the
+built-in default opts out of signatures in the open (``"signatures": {"require": False}`` in
+``bot.config.DEFAULT_CONFIG``), and its summary and plan say signatures are not required.
+"""
 
 from __future__ import annotations
 
