@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,6 +24,7 @@ from bot.domain.login import (
     new_pkce,
     token_request,
 )
+from bot.login import LoginError, OobLogin
 
 VERIFIER_BYTES = bytes(range(32))
 STATE_BYTES = bytes(range(100, 116))
@@ -150,3 +156,58 @@ def test_a_plan_that_signs_needs_the_login_and_one_that_does_not_takes_none() ->
     unneeded = login_refusal("3.14.1", 0, "rcy5ux3t3l")
     assert unneeded is not None and "rcy5ux3t3l" not in unneeded
     assert login_refusal("3.14.1", 0, None) is None
+
+
+class _Discovery(BaseHTTPRequestHandler):
+    document: ClassVar[dict[str, str]] = {}
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        body = json.dumps(self.document).encode()
+        self.send_response(200 if self.path.endswith("/openid-configuration") else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def issuer() -> Iterator[tuple[str, type[_Discovery]]]:
+    """An OIDC issuer on loopback whose discovery document a test writes."""
+
+    class Handler(_Discovery):
+        document: ClassVar[dict[str, str]] = {}
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/oauth", Handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_discovered_endpoint_in_cleartext_across_the_network_is_refused(
+    issuer: tuple[str, type[_Discovery]],
+) -> None:
+    url, handler = issuer
+    handler.document = {
+        "authorization_endpoint": "http://login.example.org/auth",
+        "token_endpoint": url + "/token",
+    }
+    with pytest.raises(LoginError, match="its authorization_endpoint must be an https:// URL"):
+        OobLogin(url).begin()
+
+
+def test_each_login_gets_its_own_pkce_pair(issuer: tuple[str, type[_Discovery]]) -> None:
+    url, handler = issuer
+    handler.document = {"authorization_endpoint": url + "/auth", "token_endpoint": url + "/token"}
+    first, second = OobLogin(url).begin(), OobLogin(url).begin()
+    assert first.pkce.verifier != second.pkce.verifier and first.link != second.link
+    assert first.link.startswith(url + "/auth?") and first.token_endpoint == url + "/token"
+
+
+def test_an_issuer_that_cannot_be_reached_is_one_sentence() -> None:
+    with pytest.raises(LoginError, match=r"cannot be reached \(ConnectError\)"):
+        OobLogin("http://127.0.0.1:9/oauth", timeout=2).begin()
