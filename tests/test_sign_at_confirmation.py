@@ -159,10 +159,16 @@ async def test_a_wrong_identity_is_refused_before_anything_moves_and_the_code_st
     prompt = await planned(world)
     staged = world.staged_files(TAG)
     as_rm.login_as = MALLORY
+    login = log_in(prompt.login_url or "")
 
-    refused = await world.say("hugo", prompt.with_login(log_in(prompt.login_url or "")))
+    refused = await world.say("hugo", prompt.with_login(login))
 
     assert refused.private
+    [audited] = [
+        e for e in world.store.events(ReleaseTag.parse(TAG)) if e.kind is EventKind.REFUSED
+    ]
+    assert audited.data["command"] == f"/publish {TAG} confirm <code> <login>"
+    assert login not in json.dumps([e.data for e in world.store.events(ReleaseTag.parse(TAG))])
     assert refused.text.startswith(
         "That login is mallory@example.org via https://github.com/login/oauth; 3.14 is "
         "signed by hugo@python.org via https://github.com/login/oauth. Nothing was published"
