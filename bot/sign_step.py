@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NAME = "sign"
+SIGNING_FAILED = "signing failed"  # how the journal says why such a publish was called off
 
 
 class SigningFailed(RelbotError):
@@ -153,7 +154,7 @@ async def call_off(
             mentions,
         )
         return
-    store.append(tag, actor, EventKind.ABORTED, reason=f"signing failed: {err}")
+    store.append(tag, actor, EventKind.ABORTED, reason=f"{SIGNING_FAILED}: {err}")
     kept = f" ({listing(clashes)} stayed in the bot's area: a newer upload has its name)"
     await reporter.notice(
         tag,

@@ -26,6 +26,7 @@ from bot.pinning import listing
 from bot.refusals import CodeRefused, Refusal, refuse_unless
 from bot.render import plan_text, when
 from bot.services import Services
+from bot.sign_step import SIGNING_FAILED
 
 log = logging.getLogger(__name__)
 
@@ -125,28 +126,30 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     await s.pipeline.run(s.store.release(tag), verified=verified)
     done = s.store.release(tag)
     published = len(done.public_files) - len(state.public_files)
-    if done.publishing is not None:  # stopped at a step
+    if not published and done.publishing is None and (why := _signing_failure(s, tag)):
+        return Reply(
+            f"Publishing {tag} was called off before anything became public: {why} Type "
+            f"/publish {tag} for a new plan, then confirm again.",
+            Tone.REFUSAL,
+            refusal="publish_stopped",
+        )
+    if not published:  # stopped at a step (or undone by it): the channel has the reason
         return Reply(
             f"Publishing {tag} did not finish; the channel has the reason and it "
             "resumes by itself once the cause is fixed.",
             Tone.REFUSAL,
             refusal="publish_stopped",
         )
-    if not published:  # called off before anything became public (the signing failed)
-        return Reply(
-            f"Publishing {tag} was called off before anything became public: "
-            f"{_last_reason(s, tag)} Type /publish {tag} for a new plan, then confirm again.",
-            Tone.REFUSAL,
-            refusal="publish_stopped",
-        )
     return Reply(f"Published {tag}: {published} files are public.", Tone.SUCCESS)
 
 
-def _last_reason(s: Services, tag: ReleaseTag) -> str:
-    """Why the publish of ``tag`` was called off (its last ABORTED event), as a sentence."""
+def _signing_failure(s: Services, tag: ReleaseTag) -> str:
+    """Why signing called the publish of ``tag`` off, as a sentence ("" if it did not)."""
     aborted = [e for e in s.store.events(tag) if e.kind is EventKind.ABORTED]
     reason = str(aborted[-1].data.get("reason", "")) if aborted else ""
-    return f"{reason[0].upper()}{reason[1:]}." if reason else ""
+    if not reason.startswith(SIGNING_FAILED):
+        return ""
+    return f"{reason[0].upper()}{reason[1:].rstrip('.')}."
 
 
 async def freeze(s: Services, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:
