@@ -1,5 +1,6 @@
-"""``/publish TAG``, ``/publish TAG confirm CODE`` and ``/abort TAG``: an RM's plan, its
-confirmation (freeze the files, then run the pipeline) and cancelling it while nothing is
+"""``/publish TAG``, ``/publish TAG confirm CODE [LOGIN]`` and ``/abort TAG``: an RM's plan
+(with a Sigstore login when files must be signed), its confirmation (the login checked, the
+files frozen, then the pipeline, which signs them first) and cancelling it while nothing is
 public."""
 
 from __future__ import annotations
