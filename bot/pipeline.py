@@ -1,11 +1,12 @@
-"""The publish pipeline: sign → promote → (index) → register → purge → announce, after a
-confirmation.
+"""The publish pipeline: (sign) → promote → (index) → register → purge → announce, after a
+confirmation; the sign step runs when the RM confirmed with a login.
 
 Each step is an object with a name and an idempotent ``run``; the pipeline journals a step as
 started once and as done with its detail, so a restart resumes where a crash stopped and
 nothing happens twice. A failing step is retried on every scan; the channel hears of each new
 reason once. Steps are found by name (:data:`PIPELINE`, plus the index step when the plan
-replaces live files: ``bot.index_publishing.pipeline_for``).
+replaces live files: ``bot.index_publishing.pipeline_for``, and the sign step first when the
+RM confirmed with a login: ``bot.sign_step``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from bot.reporter import Reporter
 log = logging.getLogger(__name__)
 
 BOT = "relbot"  # the actor of events the bot causes itself (a step, a withdrawn claim)
-PIPELINE = (sign_step.NAME, "promote", "register", "purge", "announce")
+PIPELINE = ("promote", "register", "purge", "announce")
 
 
 @dataclass(frozen=True)
@@ -217,9 +218,12 @@ class Pipeline:
         assert plan is not None
         if await self._reporter.storage_trouble():
             return  # another bot holds the storage: told once; resumes once it is ours
-        for name in index_publishing.pipeline_for(plan, PIPELINE):
-            if name in state.steps_done or (name == sign_step.NAME and not state.to_sign):
-                continue  # done, or nothing to sign: a publish without a login
+        names = index_publishing.pipeline_for(plan, PIPELINE)
+        if state.to_sign:  # confirmed with a login: the files are signed before anything moves
+            names = (sign_step.NAME, *names)
+        for name in names:
+            if name in state.steps_done:
+                continue
             if state.step_started != name:
                 self._store.append(tag, BOT, EventKind.STEP_STARTED, step=name)
             try:
