@@ -46,6 +46,8 @@ MAX_CHOICES = 25
 PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
+LOGIN_ID = r"relbot:login:(?P<tag>[^:]+):(?P<code>[^:]+)"
+MAX_MODAL_TITLE = 45  # Discord's limit on a modal's title and a label's text
 DISCORD_API = str(DiscordConfig.model_fields["api_url"].default).rstrip("/")  # unset api_url
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
 SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
@@ -229,6 +231,83 @@ def reply_content(text: str) -> str:
     fence = "```"
     body = _clip(text.replace(fence, "'''"), MAX_CONTENT - 2 * len(fence) - 2)
     return f"{fence}\n{body}\n{fence}"
+
+
+def plan_content(text: str, login_url: str | None) -> str:
+    """The publish plan as message text. A plan that signs files ends with its login link,
+    outside the code block (so Discord makes it a link) and never clipped away."""
+    if login_url is None:
+        return reply_content(text)
+    link = f"\nLog in to sign: {login_url}"
+    fence = "```"
+    body = text.replace(login_url, "(the link below)").replace(fence, "'''")
+    body = _clip(body, MAX_CONTENT - len(link) - 2 * len(fence) - 2)
+    return f"{fence}\n{body}\n{fence}{link}"
+
+
+class LoginButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=LOGIN_ID,
+):
+    """The **Publish TAG** button of a plan that signs files: it opens :class:`LoginModal`,
+    the confirm dialog with the login page's code as its one field. Like
+    :class:`PublishButton`, its custom ID carries tag and code, so it works after a restart
+    (the login itself does not survive one: the gate then says to ask for a new plan)."""
+
+    def __init__(self, tag: str, code: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=f"Publish {tag}",
+                style=discord.ButtonStyle.danger,
+                custom_id=f"relbot:login:{tag}:{code}",
+            )
+        )
+        self.tag = tag
+        self.code = code
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[discord.Client],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["tag"], match["code"])
+
+    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
+        await interaction.response.send_modal(LoginModal(self.tag, self.code))
+
+
+class LoginModal(discord.ui.Modal):
+    """ "Publish TAG?" with one field: the code the Sigstore login page showed. Submitting it
+    is the confirm line typed with that code, by whoever submitted (the gate decides)."""
+
+    def __init__(self, tag: str, code: str) -> None:
+        super().__init__(title=_clip(f"Publish {tag}?", MAX_MODAL_TITLE), timeout=None)
+        self.tag = tag
+        self.code = code
+        self.login: discord.ui.TextInput[LoginModal] = discord.ui.TextInput(
+            custom_id="login", min_length=4, max_length=512, required=True
+        )
+        self.add_item(
+            discord.ui.Label(
+                text="Code from the Sigstore login page",
+                description=_clip(
+                    f"Every file of {tag} is signed with your login and becomes public at "
+                    "once; published files cannot be taken back.",
+                    100,
+                ),
+                component=self.login,
+            )
+        )
+
+    async def on_submit(self, interaction: discord.Interaction[discord.Client]) -> None:
+        client = interaction.client
+        if isinstance(client, _Client):
+            await client.platform.confirm(
+                interaction, self.tag, self.code, login=self.login.value.strip()
+            )
 
 
 class PublishButton(
@@ -581,7 +660,7 @@ class DiscordPlatform:
     async def setup(self, client: _Client) -> None:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
-        client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton)
+        client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton, LoginButton)
         digest = self._tree_digest(client.application_id)
         if self._synced() == digest:
             log.info("discord: the commands are unchanged since the last sync; not synced")
@@ -644,18 +723,32 @@ class DiscordPlatform:
         await interaction.response.defer(ephemeral=True, thinking=True)
         reply = await self._ask(interaction, line)
         view = discord.utils.MISSING
-        if reply.confirm is not None:
+        if (prompt := reply.confirm) is not None:
             view = discord.ui.View(timeout=None)
-            view.add_item(PublishButton(reply.confirm.tag, reply.confirm.code))
+            button = LoginButton if prompt.login_url else PublishButton
+            view.add_item(button(prompt.tag, prompt.code))
+            if prompt.login_url is not None:  # one message: its login link never clipped away
+                content = plan_content(reply.text, prompt.login_url)
+                await interaction.followup.send(content, ephemeral=True, view=view)
+                return
         *first, last = reply_contents(reply.text)
         for content in first:
             await interaction.followup.send(content, ephemeral=True)
         await interaction.followup.send(last, ephemeral=True, view=view)
 
-    async def confirm(self, interaction: discord.Interaction[Any], tag: str, code: str) -> None:
-        """A click on "Yes, publish": the confirm line, typed by whoever clicked."""
-        await interaction.response.defer()  # a component: acknowledged, the plan unchanged
-        reply = await self._ask(interaction, f"/publish {tag} confirm {code}")
+    async def confirm(
+        self,
+        interaction: discord.Interaction[Any],
+        tag: str,
+        code: str,
+        *,
+        login: str | None = None,
+    ) -> None:
+        """A click on "Yes, publish", or the login dialog submitted: the confirm line, typed
+        by whoever clicked (with the login page's code, when the plan signs files)."""
+        await interaction.response.defer()  # acknowledged, the plan unchanged
+        line = f"/publish {tag} confirm {code}" + (f" {login}" if login else "")
+        reply = await self._ask(interaction, line)
         if reply.tone is Tone.SUCCESS:
             await interaction.edit_original_response(view=None)  # published: no second click
         await interaction.followup.send(reply_content(reply.text), ephemeral=True)
@@ -726,13 +819,20 @@ class DiscordPlatform:
             await run(interaction, f"/unhold {tag}")
 
         @app_commands.command(description="Release manager: the publish plan, then confirm")
-        @app_commands.describe(tag="release tag", confirm="the code from the publish plan")
+        @app_commands.describe(
+            tag="release tag",
+            confirm="the code from the publish plan",
+            login="the code the Sigstore login page showed (when the plan signs files)",
+        )
         @app_commands.autocomplete(tag=tags)
         async def publish(
-            interaction: discord.Interaction[Any], tag: str, confirm: str | None = None
+            interaction: discord.Interaction[Any],
+            tag: str,
+            confirm: str | None = None,
+            login: str | None = None,
         ) -> None:
             line = f"/publish {tag} confirm {confirm}" if confirm else f"/publish {tag}"
-            await run(interaction, line)
+            await run(interaction, f"{line} {login}" if confirm and login else line)
 
         @app_commands.command(description="Release manager: withdraw every claim of a release")
         @app_commands.describe(tag="release tag")

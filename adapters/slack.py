@@ -30,6 +30,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.platform import ChannelRefused
 from adapters.slack_commands import Renamer, command_names
@@ -48,6 +49,8 @@ PLATFORM = "slack"
 EVENTS_PATH = "/slack/events"
 DEFAULT_API_URL = "https://slack.com/api/"
 PUBLISH_ACTION = "relbot_publish"
+LOGIN_VIEW = "relbot_login"  # the modal asking for the Sigstore login page's code
+LOGIN_INPUT = "login"  # its input's block_id and action_id
 
 # Slash command → the verb the gate understands, without a command prefix (Slack reserves
 # /help: it is /relbot-help).
@@ -63,6 +66,8 @@ MAX_SECTION = 3000
 MAX_HEADER = 150
 MAX_BUTTON_VALUE = 2000
 MAX_DIALOG_TEXT = 300
+MAX_MODAL_TITLE = 24  # a modal's title, submit and close labels
+MAX_METADATA = 3000  # a modal's private_metadata
 MAX_TEXT = 3000  # the notification fallback sent with blocks; Slack truncates past 40 000
 MAX_LISTED = 12  # files named per list before "…and N more"
 
@@ -260,6 +265,7 @@ class SlackPlatform:
         for command in self.commands:
             self.app.command(command)(self._on_command)
         self.app.action(PUBLISH_ACTION)(self._on_publish_click)
+        self.app.view(LOGIN_VIEW)(self._on_login_submit)
 
     @classmethod
     def from_config(cls, config: Config) -> SlackPlatform:
@@ -483,12 +489,52 @@ class SlackPlatform:
             )
             await self._respond(respond, reply_payload(reply))
             return
+        if prompt.login_url is not None:  # the plan signs files: the dialog asks the login
+            view = login_modal(prompt, str(body.get("response_url") or ""))
+            try:
+                await self._client.views_open(trigger_id=str(body["trigger_id"]), view=view)
+            except SlackApiError as err:
+                typed = f"/publish {prompt.tag} confirm <code> <login>"
+                reply = Reply(
+                    f"Slack did not open the login dialog ({_error_code(err)}); type {typed} "
+                    "with the plan's code and the login page's code instead.",
+                    Tone.REFUSAL,
+                )
+                await self._respond(respond, reply_payload(reply))
+            return
         progress = f"Publishing {prompt.tag}: confirmed by <@{clicker}>; checking staging…"
         await self._respond(
             respond, {"text": progress, "blocks": [_section(f"⏳ {progress}")]}, replace=True
         )
         reply = await self._ask(clicker, prompt.line)
         await self._respond(respond, reply_payload(reply), replace=True)
+
+    async def _on_login_submit(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        """The login dialog submitted: the confirm line typed with the login page's code, by
+        whoever submitted; the answer goes where the plan's button answered."""
+        self._track()
+        await ack()  # closes the dialog; the gate may take long (signing, publishing)
+        submitter = str(body["user"]["id"])
+        metadata = _login_metadata(view.get("private_metadata"))
+        login = _login_value(view)
+        if metadata is None:
+            log.warning("slack: a login dialog without its plan was submitted")
+            return
+        prompt, response_url = metadata
+        webhook = AsyncWebhookClient(response_url)
+        progress = f"Publishing {prompt.tag}: confirmed by <@{submitter}>; signing and checking…"
+        await webhook.send(
+            text=progress, blocks=[_section(f"⏳ {progress}")], replace_original=True
+        )
+        reply = await self._ask(submitter, prompt.with_login(login) if login else prompt.line)
+        payload = reply_payload(reply)
+        response = await webhook.send(
+            text=payload["text"], blocks=payload.get("blocks"), replace_original=True
+        )
+        if response.status_code != 200:
+            log.warning("slack: response_url answered %d: %s", response.status_code, response.body)
 
     async def _ask(self, user: str, line: str) -> Reply:
         """The gate's answer; a failure inside relbot still gets the user an answer."""
@@ -635,9 +681,12 @@ def plan_blocks(
             f"{size_text(sum(f.size for f in role_files))} → {where}{more}"
         )
     # The plain plan's last line says how long the code lasts; show it with the line as code.
-    typed = next((line for line in text.splitlines() if prompt.line in line), prompt.line)
-    typed_line = escape(typed).replace(prompt.line, f"`{prompt.line}`")
-    value = json.dumps({"tag": prompt.tag, "code": prompt.code}, separators=(",", ":"))
+    typed = next((line for line in text.splitlines() if prompt.line in line), prompt.shown)
+    typed_line = escape(typed).replace(escape(prompt.shown), f"`{escape(prompt.shown)}`")
+    fields = {"tag": prompt.tag, "code": prompt.code}
+    if prompt.login_url is not None:
+        fields["login"] = "1"  # the click opens the login dialog instead of a confirm dialog
+    value = json.dumps(fields, separators=(",", ":"))
     assert len(value) <= MAX_BUTTON_VALUE, "a tag and a code are short"
     dialog = (
         f"All {files} of {tag} ({size}) become public now; then {tag} is registered and "
@@ -649,19 +698,32 @@ def plan_blocks(
         "text": _plain(f"Publish {tag}"),
         "style": "primary",
         "value": value,
-        "confirm": {
+    }
+    if prompt.login_url is None:
+        button["confirm"] = {
             "title": _plain(_clip(f"Publish {tag}?", 100)),
             "text": _plain(_clip(dialog, MAX_DIALOG_TEXT)),
             "confirm": _plain(_clip(f"Publish {tag}", 30)),
             "deny": _plain("Cancel"),
             "style": "primary",
-        },
-    }
+        }
+    signing: list[Block] = []
+    if prompt.login_url is not None:
+        lines = [line for line in text.splitlines() if line.startswith("Signing:")]
+        signing.append(
+            _section(
+                "🔏 "
+                + escape(lines[0] if lines else "Signing at the confirmation.")
+                + f"\n<{prompt.login_url}|Log in to Sigstore>, then press Publish and enter "
+                "the code the login page shows."
+            )
+        )
     return _fit(
         [
             _header(f"Publish plan for {tag}: {files}, {size}"),
             _section(_listing("Every file becomes public together:", roles)),
             *([_section(_listing("Then:", [escape(n) for n in notes]))] if notes else []),
+            *signing,
             {"type": "actions", "block_id": PUBLISH_ACTION, "elements": [button]},
             {
                 "type": "context",
@@ -669,6 +731,63 @@ def plan_blocks(
             },
         ]
     )
+
+
+def login_modal(prompt: ConfirmPrompt, response_url: str) -> dict[str, Any]:
+    """The confirm dialog of a plan that signs files: one field, the code the Sigstore login
+    page showed. ``private_metadata`` carries the plan's tag and code and where to answer."""
+    metadata = json.dumps(
+        {"tag": prompt.tag, "code": prompt.code, "response_url": response_url},
+        separators=(",", ":"),
+    )
+    assert len(metadata) <= MAX_METADATA, "a tag, a code and a response URL are short"
+    return {
+        "type": "modal",
+        "callback_id": LOGIN_VIEW,
+        "title": _plain(_clip(f"Publish {prompt.tag}?", MAX_MODAL_TITLE)),
+        "submit": _plain("Publish"),
+        "close": _plain("Cancel"),
+        "private_metadata": metadata,
+        "blocks": [
+            _section(
+                f"Every file of {escape(prompt.tag)} is signed with your login and becomes "
+                "public at once; then it is registered and announced. Published files cannot "
+                "be taken back."
+            ),
+            {
+                "type": "input",
+                "block_id": LOGIN_INPUT,
+                "label": _plain("Code from the Sigstore login page"),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": LOGIN_INPUT,
+                    "min_length": 4,
+                    "max_length": 512,
+                },
+            },
+        ],
+    }
+
+
+def _login_metadata(value: object) -> tuple[ConfirmPrompt, str] | None:
+    """The plan (tag, code) and the response URL a login dialog carries, or None."""
+    try:
+        data = json.loads(str(value))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    tag, code, url = data.get("tag"), data.get("code"), data.get("response_url")
+    if not all(isinstance(v, str) and v for v in (tag, code, url)):
+        return None
+    return ConfirmPrompt(str(tag), str(code)), str(url)
+
+
+def _login_value(view: Mapping[str, Any]) -> str:
+    """What was typed in the login dialog's field ("" when nothing)."""
+    values = view.get("state", {}).get("values", {})
+    typed = values.get(LOGIN_INPUT, {}).get(LOGIN_INPUT, {}).get("value")
+    return typed.strip() if isinstance(typed, str) else ""
 
 
 def _role_text(role: RoleReadiness, tag: str) -> str:
@@ -765,7 +884,8 @@ def _prompt_from_button(value: object) -> ConfirmPrompt | None:
     tag, code = data.get("tag"), data.get("code")
     if not isinstance(tag, str) or not isinstance(code, str):
         return None
-    return ConfirmPrompt(tag, code)
+    # A plan that signs files: its prompt has a login (the link itself is in the plan).
+    return ConfirmPrompt(tag, code, "" if data.get("login") else None)
 
 
 def _delivery_id(body: Mapping[str, Any]) -> str | None:

@@ -1,18 +1,25 @@
-"""Signing benchmark: ``relbot sign``'s work for 60 staged files, over SFTP to a loopback
-OpenSSH server and on local folders, against the private Sigstore instance of the tests.
+"""Signing benchmark, for 60 files over SFTP to a loopback OpenSSH server and on local folders,
+against the private Sigstore instance of the tests:
+
+- ``relbot sign``: everything it does after the login (the token is made beforehand): list
+  staging, hash every file (on the server for SFTP), check for existing bundles, get one
+  certificate, log 60 signatures, write 180 sidecars (temporary name + rename each), read
+  every bundle back and verify it;
+- signing at the confirmation: the pipeline's sign step on files the freeze has just moved
+  into the bot's area and hashed (the freeze itself is not timed: a confirmation freezes
+  whether it signs or not): one certificate, 60 signatures logged, every bundle verified,
+  180 signature files written beside the frozen files, the signed plan journaled.
 
     .venv/bin/python bench/sign_bench.py [--runs 3] [--files 60] [--kb 1024]
 
-Times everything ``relbot sign`` does after the login (the token is made beforehand): list
-staging, hash every file (on the server for SFTP), check for existing bundles, get one
-certificate, log 60 signatures, write 180 sidecars (temporary name + rename each), read every
-bundle back and verify it. Prints a table; not a test. Everything lives in a temporary folder
-removed at the end.
+Prints a table; not a test. Everything lives in a temporary folder removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
 import statistics
 import sys
 import tempfile
@@ -24,10 +31,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sigstore.models import ClientTrustConfig
 from sigstore.oidc import IdentityToken
 
+from bot.connections import Connections
+from bot.domain.history import ReleaseState
+from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
+from bot.login import Handover, Logins
+from bot.pipeline import BOT, Run
 from bot.ports import Storage
+from bot.sign_step import Sign
 from bot.signatures import SigstoreVerifier
 from bot.signing import sign_release
+from bot.state import StateStore
 from bot.storage.local import LocalStorage
 from tests.sigstore_instance import SigstoreInstance
 from tests.sshd import SshServer
@@ -62,6 +77,46 @@ def one_run(storage: Storage, instance: SigstoreInstance, trust_file: Path) -> t
     return elapsed, len(outcome.signed)
 
 
+class _NoChat:
+    async def post(self, message: object) -> str:
+        return ""
+
+    async def update(self, ref: str, message: object) -> None:
+        return None
+
+
+def at_confirmation(
+    storage: Storage, staging: Path, instance: SigstoreInstance, trust_file: Path, state: Path
+) -> tuple[float, int]:
+    """The sign step of a confirmed plan whose files were just frozen (as the gate runs it)."""
+    folder = staging / str(TAG)
+    files = tuple(
+        PlanFile(p.name, f"{TAG.version}/{p.name}", "source", p.stat().st_size, _sha256(p))
+        for p in sorted(folder.iterdir())
+    )
+    plan = PublishPlan(TAG, files)
+    assert storage.freeze(plan) == []  # what the confirmation does before the pipeline
+    verifier = SigstoreVerifier(str(trust_file), lambda tag: RM)
+    store = StateStore(state)
+    logins = Logins()
+    conn = Connections(storage, _NoChat(), verifier=verifier)  # type: ignore[arg-type]
+    step = Sign(conn, store, load_profile("cpython"), logins, actor=BOT)
+    trust = ClientTrustConfig.from_json(trust_file.read_text())
+    token = IdentityToken(instance.token(*RM))  # the login, outside the measurement
+    logins.hand_over(TAG, Handover(token, RM, trust))
+    release = ReleaseState(TAG, to_sign=tuple(f.path for f in files))
+    started = time.perf_counter()
+    detail = asyncio.run(step.run(Run(plan, release, verified=True)))
+    elapsed = time.perf_counter() - started
+    store.close()
+    assert detail.startswith(f"{len(files)} files signed"), detail
+    return elapsed, len(files)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -69,6 +124,7 @@ def main() -> None:
     parser.add_argument("--kb", type=int, default=1024, help="size of each staged file")
     args = parser.parse_args()
     results: dict[str, list[float]] = {"sftp": [], "local": []}
+    confirming: dict[str, list[float]] = {"sftp": [], "local": []}
     with tempfile.TemporaryDirectory() as tmp, SigstoreInstance() as instance:
         root = Path(tmp)
         trust_file = instance.write_trust_config(root / "trust.json")
@@ -88,12 +144,27 @@ def main() -> None:
                     elapsed, signed = one_run(storage, instance, trust_file)
                     assert signed == args.files
                     results[kind].append(elapsed)
+                    base = root / f"{kind}-confirm-{run}"
+                    staging, public = base / "staging", base / "public"
+                    stage(staging, args.files, args.kb)
+                    public.mkdir(parents=True)
+                    storage = (
+                        sftp_storage(server, staging, public)
+                        if kind == "sftp"
+                        else LocalStorage(staging, public)
+                    )
+                    elapsed, signed = at_confirmation(
+                        storage, staging, instance, trust_file, base / "state.db"
+                    )
+                    confirming[kind].append(elapsed)
         finally:
             server.stop()
-    print(f"relbot sign, {args.files} files of {args.kb} KiB, {args.runs} runs (login excluded)")
-    print(f"{'storage':<8} {'median s':>9} {'min s':>7} {'max s':>7}")
-    for kind, times in results.items():
-        print(f"{kind:<8} {statistics.median(times):>9.2f} {min(times):>7.2f} {max(times):>7.2f}")
+    print(f"{args.files} files of {args.kb} KiB, {args.runs} runs (login excluded)")
+    print(f"{'signing':<17} {'storage':<8} {'median s':>9} {'min s':>7} {'max s':>7}")
+    for label, table in (("relbot sign", results), ("at confirmation", confirming)):
+        for kind, times in table.items():
+            median, low, high = statistics.median(times), min(times), max(times)
+            print(f"{label:<17} {kind:<8} {median:>9.2f} {low:>7.2f} {high:>7.2f}")
 
 
 if __name__ == "__main__":

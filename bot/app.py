@@ -137,18 +137,12 @@ def build_verifier(config: Config) -> SignatureVerifier:
 
 def trusted_root_setting(config: Config) -> str:
     """``[signatures] trusted_root``: a pinned root's name, or the file's path resolved."""
-    root = config.model.signatures.trusted_root
-    return root if root in ("production", "staging") else str(config.path(root))
+    return config.trusted_root
 
 
 def signers(config: Config) -> Callable[[ReleaseTag], tuple[str, str] | None]:
     """Who signs a tag's branch: ``[signatures] identities``, else the profile's signer."""
-    overrides = config.model.signatures.identities
-
-    def signer(tag: ReleaseTag) -> tuple[str, str] | None:
-        return overrides.get(tag.branch) or config.profile.signer(tag)
-
-    return signer
+    return config.signer
 
 
 def build_gate(

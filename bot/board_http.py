@@ -98,7 +98,7 @@ class BoardRoutes:
             observed,
             events,
             now=time.time(),
-            signatures_required=gate.config.model.signatures.require,
+            signatures_required=gate.config.requires_signatures(tag),
         )
 
     # -- the cache -------------------------------------------------------------------------

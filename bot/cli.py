@@ -25,6 +25,7 @@ from bot.app import (
 )
 from bot.config import Config, load_config
 from bot.demo import BUILT_IN, DEMO_TAG, demo_state, make_demo_folders, reset_demo
+from bot.domain.signing import opt_out_warning
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StagingUnreachable
 from bot.logs import setup_logging
@@ -356,6 +357,8 @@ def _check(config: Config, args: argparse.Namespace) -> int:
         problems.append(problem)
     copy = config.release_cycle
     print(f"relbot check: release cycle from {copy.describe(time.time())}.")
+    if (warning := opt_out_warning(config.model.signatures.require, config.profile)) is not None:
+        print(f"relbot check: warning: {warning}")  # an explicit choice: not a problem
     if problems:
         print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
         return 1

@@ -24,7 +24,10 @@ from pydantic import (
 )
 
 from bot.domain.announcement import DEFAULT_CHANGELOG, AnnouncementError, check_template
+from bot.domain.login import endpoint_problem
 from bot.domain.profile import Profile, load_profile
+from bot.domain.signing import signatures_required
+from bot.domain.tags import ReleaseTag
 from bot.domain.text import is_safe, not_utf8, shown
 from bot.errors import ConfigError
 from bot.regular_files import UnreadableFile, read_regular_file
@@ -243,9 +246,20 @@ class StorageConfig(_Section):
 
 
 class SignaturesConfig(_Section):
-    require: bool = False
+    # None: as the profile says (cpython: required from 3.10); false: an explicit opt-out,
+    # which `relbot check` warns about; true: required for every release.
+    require: bool | None = None
     trusted_root: str = "production"
     identities: dict[str, Pair] = Field(default_factory=dict)
+    # The OIDC issuer of the login at /publish (None: the trusted root's, else Sigstore's).
+    issuer: str | None = None
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer(cls, value: str | None) -> str | None:
+        if value is not None and (problem := endpoint_problem(value)) is not None:
+            raise ValueError(f"{value!r} {problem}")
+        return value
 
     @field_validator("trusted_root")
     @classmethod
@@ -401,6 +415,21 @@ class Config:
         """Take branch statuses from ``copy`` (what ``relbot run`` and ``check`` read afresh)."""
         self.release_cycle = copy
         self.profile = self.profile.with_statuses(copy.cycle.statuses())
+
+    @property
+    def trusted_root(self) -> str:
+        """``[signatures] trusted_root``: a pinned root's name, or the file's path resolved."""
+        root = self.model.signatures.trusted_root
+        return root if root in ("production", "staging") else str(self.path(root))
+
+    def signer(self, tag: ReleaseTag) -> tuple[str, str] | None:
+        """Who signs ``tag``'s branch: ``[signatures] identities``, else the profile's."""
+        return self.model.signatures.identities.get(tag.branch) or self.profile.signer(tag)
+
+    def requires_signatures(self, tag: ReleaseTag) -> bool:
+        """Whether ``tag``'s signed files need valid signatures (``[signatures] require``,
+        else the profile)."""
+        return signatures_required(self.model.signatures.require, self.profile, tag)
 
     @property
     def people(self) -> Mapping[str, PersonConfig]:
@@ -581,6 +610,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "staging": "relbot-data/staging",
         "public": "relbot-data/public",
     },
+    # The rehearsal runs offline with stand-in files, so it cannot sign with Sigstore: it
+    # opts out in the open, and its summary and plan say "signatures not required".
+    "signatures": {"require": False},
     "people": {
         "hugo": {"rm": ["3.14", "3.15"], "roles": ["source", "docs"]},
         "steve": {"roles": ["windows"]},

@@ -1,6 +1,11 @@
 """The built-in local default as a rehearsal: the demo release it stages on first start, the
 folders it makes for itself, and ``relbot demo [--reset]``, which says where the rehearsal
-keeps its data and starts it again."""
+keeps its data and starts it again.
+
+Its files are stand-ins and the demo runs offline, so it cannot be signed with Sigstore: the
+built-in default opts out of signatures in the open (``"signatures": {"require": False}`` in
+``bot.config.DEFAULT_CONFIG``), and its summary and plan say signatures are not required.
+"""
 
 from __future__ import annotations
 

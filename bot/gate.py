@@ -407,9 +407,8 @@ class Gate:
 
 
 def _redact(text: str) -> str:
-    """The command as typed, minus any confirmation code (and whatever follows it, such as
-    a login code), for the audit trail; redacted before it is cut."""
+    """The command as typed, minus any confirmation and login code, for the audit trail."""
     words = text.split()
     if len(words) >= 4 and words[2].lower() == "confirm":
-        words[3:] = ["<code>" for _ in words[3:]]
+        words[3:] = ["<code>", *["<login>" for _ in words[4:]]]
     return " ".join(words)[:200]

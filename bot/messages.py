@@ -19,14 +19,27 @@ class Tone(StrEnum):
 
 @dataclass(frozen=True)
 class ConfirmPrompt:
-    """The publish plan's call to action: the exact line, or a button carrying the code."""
+    """The publish plan's call to action: the exact line, or a button carrying the code.
+    With ``login_url`` the plan signs files: the RM logs in there and adds the code the
+    login page shows (a field of the confirm dialog on Slack and Discord)."""
 
     tag: str
     code: str
+    login_url: str | None = None
 
     @property
     def line(self) -> str:
+        """The line to type, without the login code."""
         return f"/publish {self.tag} confirm {self.code}"
+
+    @property
+    def shown(self) -> str:
+        """The line as the plan shows it: ``<login>`` stands for the login page's code."""
+        return f"{self.line} <login>" if self.login_url else self.line
+
+    def with_login(self, login: str) -> str:
+        """The confirmation typed with the login page's code."""
+        return f"{self.line} {login}"
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ class Observer:
         profile: Profile,
         conn: Connections,
         *,
-        require_signatures: bool,
+        require_signatures: Callable[[ReleaseTag], bool],
         sleep: Callable[[float], Awaitable[None]],
         settle_seconds: float,
         read_seconds: float = READ_SECONDS,
@@ -118,7 +118,7 @@ class Observer:
         return replace(
             readiness,
             signatures=seen.signatures if seen is not None else (),
-            signatures_required=self._require_signatures,
+            signatures_required=self._require_signatures(tag),
             install_index=index.verdict if index else None,
         )
 

@@ -1,12 +1,14 @@
-"""The publish pipeline: promote → (index) → register → purge → downloads → release-page →
-discourse → announce, after a confirmation (the three before the channel's announcement are
-in :mod:`bot.announcing`).
+"""The publish pipeline: (sign) → promote → (index) → register → purge → downloads →
+release-page → discourse → announce, after a confirmation. The sign step runs when the RM
+confirmed with a login; the three before the channel's announcement are in
+:mod:`bot.announcing`.
 
 Each step is an object with a name and an idempotent ``run``; the pipeline journals a step as
 started once and as done with its detail, so a restart resumes where a crash stopped and
 nothing happens twice. A failing step is retried on every scan; the channel hears of each new
 reason once. Steps are found by name (:data:`PIPELINE`, plus the index step when the plan
-replaces live files: ``bot.index_publishing.pipeline_for``).
+replaces live files: ``bot.index_publishing.pipeline_for``, and the sign step first when the
+RM confirmed with a login: ``bot.sign_step``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from bot import announcing, index_publishing
+from bot import announcing, index_publishing, sign_step
 from bot.connections import Connections
 from bot.domain import late
 from bot.domain.history import EventKind, ReleaseState
@@ -27,6 +29,7 @@ from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, RelbotError, StorageError
+from bot.login import Logins
 from bot.messages import ChannelKind, ChannelMessage
 from bot.metrics import Metrics
 from bot.pinning import listing, public_folders
@@ -195,6 +198,7 @@ class Pipeline:
         reporter: Reporter,
         *,
         published: Callable[[ReleaseTag], Awaitable[None]],
+        logins: Logins | None = None,
     ) -> None:
         self._conn = conn
         self._store = store
@@ -202,6 +206,7 @@ class Pipeline:
         self._reporter = reporter
         self._published = published  # called once the PUBLISHED event is journaled
         steps: list[Step] = [
+            sign_step.Sign(conn, store, profile, logins or Logins(), actor=BOT),
             Promote(conn, metrics),
             SwapIndex(conn),
             Register(conn),
@@ -221,7 +226,10 @@ class Pipeline:
         assert plan is not None
         if await self._reporter.storage_trouble():
             return  # another bot holds the storage: told once; resumes once it is ours
-        for name in index_publishing.pipeline_for(plan, PIPELINE):
+        names = index_publishing.pipeline_for(plan, PIPELINE)
+        if state.to_sign:  # confirmed with a login: the files are signed before anything moves
+            names = (sign_step.NAME, *names)
+        for name in names:
             if name in state.steps_done:
                 continue
             if state.step_started != name:
@@ -231,6 +239,12 @@ class Pipeline:
             except PromotionConflict as err:
                 await self._conflict(state, err)
                 return
+            except sign_step.SigningFailed as err:
+                self._metrics.publish_failures += 1
+                await sign_step.call_off(
+                    self._conn, self._store, self._reporter, state, err, actor=BOT
+                )
+                return
             except (RelbotError, OSError) as err:
                 self._metrics.publish_failures += 1
                 log.warning("publish of %s stopped at %s: %s", tag, name, err)
@@ -239,6 +253,9 @@ class Pipeline:
                 await self._reporter.publish_stopped(tag, text, who(state.publisher))
                 return
             self._store.append(tag, BOT, EventKind.STEP_DONE, step=name, detail=detail)
+            state = self._store.release(tag)  # a step may add to the plan (the signatures)
+            assert state.publishing is not None
+            plan = state.publishing
         self._store.append(
             tag, BOT, EventKind.PUBLISHED, files=len(plan.files), size=plan.total_size
         )

@@ -101,6 +101,14 @@ class Storage(Protocol):
         ``data`` (a repeated write is done)."""
         ...
 
+    def write_frozen(self, plan: PublishPlan, path: str, data: bytes) -> None:
+        """Put a small file (a signature the bot made) beside the plan's frozen files, in
+        the bot's own area, whole or not at all (a hidden temporary name, then a rename);
+        what an earlier attempt left under that name is replaced. ``path`` is relative to
+        the release folder, like a plan file's. StorageError when the area is not the bot's
+        or the release's files are not frozen there."""
+        ...
+
     # Files that replace live ones (the install index), published after promotion. Each
     # raises StorageError with a sentence; files are small and read whole.
     def read_public(self, path: str, limit: int) -> bytes | None:

@@ -17,11 +17,15 @@ import httpx
 
 from bot.domain.release_cycle import ReleaseCycle, parse_release_cycle
 from bot.errors import ConfigError
+from bot.ports import Journal
 from bot.regular_files import UnreadableFile, read_regular_file
 
 DEFAULT_URL = "https://peps.python.org/api/release-cycle.json"
 CACHE_NAME = "release-cycle.json"  # next to the state file
-SHIPPED_AS_OF = "2026-12-01"  # when bot/data/release-cycle.json was last brought up to date
+# bot/data/release-cycle.json is what python/peps generates (release_management/serialize.py
+# create_release_cycle, from python-releases.toml) at commit ba4deeb of 2026-08-22; statuses
+# are as of that day, and `relbot run` and `relbot check` read the live copy over it.
+SHIPPED_AS_OF = "2026-08-22"
 MAX_BYTES = 1 << 20  # the real file is a few kB
 
 
@@ -133,3 +137,14 @@ def _age(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds // 3600:.0f} hours ago"
     return f"{seconds // 86400:.0f} days ago"
+
+
+def pinned_statuses(journal: Journal) -> dict[str, str]:
+    """Each published release's branch status as journaled with its plan (tag → status):
+    late files of 3.13.10 follow 3.13's status when 3.13.10 was published, not today's."""
+    found = {}
+    for tag in journal.tags():
+        status = journal.release(tag).branch_status
+        if status is not None:
+            found[str(tag)] = status
+    return found

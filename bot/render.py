@@ -134,7 +134,8 @@ def summary_text(readiness: Readiness, state: ReleaseState) -> str:
         missing = [s.path for s in problems if s.status is SignatureStatus.MISSING]
         if missing:  # one line, a few names
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            lines.append(f"    unsigned: {', '.join(missing[:3])}{more}")
+            later = " (the RM signs them at /publish)" if readiness.signatures_required else ""
+            lines.append(f"    unsigned: {', '.join(missing[:3])}{more}{later}")
     lines += [f"  waived: {w.describe()}" for w in readiness.waivers if not w.is_role]
     if readiness.branch_status is not None:
         lines.append("  " + branch_line(readiness.tag.branch, readiness.branch_status))
@@ -224,6 +225,8 @@ def _event_detail(event: Event) -> str:
             )
         case EventKind.CONFIRMED:
             return f"plan {str(data['digest'])[:12]}"
+        case EventKind.SIGNED:
+            return f"{count(int(data['signed']), 'file')} signed as {data['identity']}"
         case EventKind.STEP_STARTED:
             return str(data["step"])
         case EventKind.STEP_DONE:

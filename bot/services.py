@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bot import announcing
 from bot.config import Config
+from bot.confirm_signing import ConfirmSigning
 from bot.connections import Connections
 from bot.domain.files import Listing, changed_since, needs_digest
 from bot.domain.history import EventKind, ReleaseState
@@ -22,11 +23,13 @@ from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.signing import sign_command
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, RelbotError
+from bot.login import Logins
 from bot.metrics import Metrics
 from bot.observer import Observer
 from bot.pipeline import BOT, Pipeline
 from bot.ports import Journal
 from bot.refusals import Refusal
+from bot.release_cycle import pinned_statuses
 from bot.release_locks import ReleaseLocks
 from bot.reporter import Reporter
 from bot.team import Team
@@ -45,7 +48,9 @@ class Services:
         code_factory: Callable[[], str],
     ) -> None:
         self.config = config
-        self.profile = config.profile
+        # A published release keeps the branch status it was published under (late files).
+        self.pinned = pinned_statuses(store)
+        self.profile = config.profile.with_pinned(self.pinned)
         self.team = Team(config.people)
         self.store = store
         self.conn = conn
@@ -53,10 +58,12 @@ class Services:
         self.new_code = code_factory
         self.metrics = Metrics()
         self.locks = ReleaseLocks()
+        self.logins = Logins()
+        self.signing = ConfirmSigning(config, conn, self.profile, self.logins)
         self.observer = Observer(
             self.profile,
             conn,
-            require_signatures=config.model.signatures.require,
+            require_signatures=config.requires_signatures,
             sleep=sleep,
             settle_seconds=settle_seconds,
         )
@@ -64,7 +71,13 @@ class Services:
             conn, store, self.team, clock=clock, poll_interval=config.model.poll_interval
         )
         self.pipeline = Pipeline(
-            conn, store, self.profile, self.metrics, self.reporter, published=self._published
+            conn,
+            store,
+            self.profile,
+            self.metrics,
+            self.reporter,
+            published=self._published,
+            logins=self.logins,
         )
 
     def lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]:
@@ -74,7 +87,7 @@ class Services:
     def retained_tags(self) -> set[str]:
         """The releases anything is kept for in memory (locks, observations, hashes,
         bundles, what the channel was told): open releases only, whatever was typed."""
-        kept = self.locks.keys() | self.observer.retained_tags()
+        kept = self.locks.keys() | self.observer.retained_tags() | self.logins.retained_tags()
         return kept | self.reporter.retained_tags()
 
     async def require_known(self, tag: ReleaseTag) -> None:
@@ -114,6 +127,10 @@ class Services:
         self.reporter.forget(tag)
 
     async def _published(self, tag: ReleaseTag) -> None:
+        status = self.store.release(tag).branch_status
+        if status is not None:
+            self.pinned[str(tag)] = status
+        self.logins.forget(tag)
         self.observer.forget(tag)
         self.reporter.forget(tag)
         if self.observer.index is not None:
@@ -192,7 +209,7 @@ class Services:
             blockers += await announcing.blockers(self.config, self.conn, tag, state)
         if blockers:
             text = f"{tag} cannot be published yet: " + "; ".join(blockers) + "."
-            if self.config.model.signatures.require and readiness.unsigned:
+            if readiness.signatures_required and readiness.invalid_signatures:
                 text += f" To sign what lacks a signature, run: {self.sign_line(tag)}"
             raise Refusal(text)
         paths = [f.path for role in readiness.roles for f in role.present]

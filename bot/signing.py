@@ -19,6 +19,11 @@ from pathlib import Path
 
 import requests
 from cryptography.hazmat.primitives.serialization import Encoding
+
+# sigstore-python's signer raises these plain Exceptions of its private modules when Fulcio
+# or Rekor refuse or cannot be reached; there is no public name for them. pyproject.toml pins
+# sigstore to the exact version they were checked against (SIGSTORE_VERSION), and
+# tests/test_sign_pin.py fails when the installed one differs: an upgrade re-checks them.
 from sigstore._internal.fulcio.client import ExpiredCertificate, FulcioClientError
 from sigstore._internal.rekor import RekorClientError
 from sigstore.errors import Error as SigstoreError
@@ -31,7 +36,7 @@ from sigstore_models.common.v1 import HashAlgorithm
 from bot.config import Config
 from bot.domain.files import Listing
 from bot.domain.profile import Profile
-from bot.domain.signing import BUNDLE_SUFFIX, SignatureStatus
+from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.ports import SignatureVerifier, Storage
@@ -39,18 +44,20 @@ from bot.signatures import PINNED_ROOTS, is_client_trust_config
 
 __all__ = [
     "SIDECARS",
+    "SIGSTORE_VERSION",
     "TOKEN_ENV",
+    "SigningError",
     "SigningOutcome",
     "files_to_sign",
     "identity_token",
     "load_signing_trust",
     "run_sign",
+    "sign_digests",
     "sign_release",
 ]
 
+SIGSTORE_VERSION = "4.5.1"  # the version the private imports above were checked against
 TOKEN_ENV = "SIGSTORE_IDENTITY_TOKEN"
-SIDECARS = (".sig", ".crt", BUNDLE_SUFFIX)  # written in this order: the bundle, checked by
-# the gate, comes last so it never points at a half-written signature
 MAX_BUNDLE = 1 << 20
 # What sigstore-python raises when a service refuses or cannot be reached; several of its
 # client errors are plain Exceptions of internal modules.
@@ -224,33 +231,13 @@ def sign_release(
             f"{tag.branch} is signed by {expected[0]} ({expected[1]}). Log in as "
             f"{expected[0]} through {expected[1]}. Nothing was signed."
         )
-    failed: dict[str, str] = {}
-    bundles: dict[str, Bundle] = {}
     try:
-        context = SigningContext.from_trust_config(trust())
-        with context.signer(identity) as signer, ThreadPoolExecutor(_PARALLEL) as pool:
-
-            def one(path: str) -> tuple[str, Bundle | str]:
-                hashed = Hashed(
-                    algorithm=HashAlgorithm.SHA2_256, digest=bytes.fromhex(digests[path])
-                )
-                try:
-                    return path, signer.sign_artifact(hashed)
-                except _SIGNING_ERRORS as err:
-                    return path, f"signing failed: {_first_line(err)}"
-
-            for path, result in pool.map(one, pending):
-                if isinstance(result, str):
-                    failed[path] = result
-                else:
-                    bundles[path] = result
-    except _SIGNING_ERRORS as err:
-        # No certificate: the login was refused, or the CA is unreachable.
-        reason = f"no signing certificate ({_first_line(err)})"
+        bundles, failed = sign_digests(trust(), identity, {p: digests[p] for p in pending})
+    except SigningError as err:
         return SigningOutcome(
             tag,
             already=tuple(already),
-            failed=tuple((p, reason) for p in pending),
+            failed=tuple((p, str(err)) for p in pending),
             identity=expected[0],
         )
 
@@ -282,6 +269,43 @@ def sign_release(
         failed=tuple((p, failed[p]) for p in pending if p in failed),
         identity=expected[0],
     )
+
+
+class SigningError(RelbotError):
+    """No signing certificate: the CA refused the identity token or cannot be reached."""
+
+
+def sign_digests(
+    trust: ClientTrustConfig, identity: IdentityToken, digests: Mapping[str, str]
+) -> tuple[dict[str, Bundle], dict[str, str]]:
+    """Sign each path's SHA-256 (hex) with one short-lived certificate for ``identity``:
+    the bundles, and the paths that failed with why (the transparency log refused or could
+    not be reached). ``relbot sign`` and the signing at the confirmation both sign here.
+    Raises :class:`SigningError` when no certificate can be had."""
+    failed: dict[str, str] = {}
+    bundles: dict[str, Bundle] = {}
+    try:
+        context = SigningContext.from_trust_config(trust)
+        with context.signer(identity) as signer, ThreadPoolExecutor(_PARALLEL) as pool:
+
+            def one(path: str) -> tuple[str, Bundle | str]:
+                hashed = Hashed(
+                    algorithm=HashAlgorithm.SHA2_256, digest=bytes.fromhex(digests[path])
+                )
+                try:
+                    return path, signer.sign_artifact(hashed)
+                except _SIGNING_ERRORS as err:
+                    return path, f"signing failed: {_first_line(err)}"
+
+            for path, result in pool.map(one, list(digests)):
+                if isinstance(result, str):
+                    failed[path] = result
+                else:
+                    bundles[path] = result
+    except _SIGNING_ERRORS as err:
+        # No certificate: the login was refused, or the CA is unreachable.
+        raise SigningError(f"no signing certificate ({_first_line(err)})") from err
+    return bundles, failed
 
 
 def run_sign(config: Config, tag: ReleaseTag, *, oob: bool | None = None) -> SigningOutcome:

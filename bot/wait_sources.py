@@ -117,7 +117,7 @@ class StateFileSource:
         self._log = LogReader(config.state_path)
         self._profile = config.profile
         self._rms = Team(config.people).rms_of(tag.branch)
-        self._signatures = config.model.signatures.require
+        self._signatures = config.requires_signatures(tag)
         self._observer: Observer | None = None  # made at the first listing (SFTP connects)
         self._last: tuple[float, int, Observed] | None = None  # (listed at, last event, seen)
         self._listings = 0  # how many times staging was listed
@@ -211,7 +211,7 @@ class StateFileSource:
         self._observer = Observer(
             self._profile,
             conn,
-            require_signatures=self._signatures,
+            require_signatures=config.requires_signatures,
             sleep=asyncio.sleep,
             settle_seconds=1.0,
         )

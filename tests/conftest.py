@@ -22,7 +22,7 @@ from bot.messages import ChannelKind, ChannelMessage, Reply
 from bot.ports import Chat
 from bot.state import StateStore
 from bot.storage.local import LocalStorage
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 
 TEAM_TOML = f"""
     {RELEASE_CYCLE_LINE.strip()}
@@ -50,6 +50,14 @@ TEAM_TOML = f"""
 
     [people.eve]
 """
+
+
+# The cpython profile requires Sigstore signatures (from 3.10); tests that are not about
+# signatures opt out as an operator would, in the config. Those about signatures set their own
+# [signatures] table (tests/signing_fixtures.py).
+def with_signing_opt_out(toml: str) -> str:
+    """``toml`` with the explicit opt-out, unless it has a [signatures] table of its own."""
+    return toml if "[signatures]" in toml else toml + NO_SIGNATURES
 
 
 class RecordingChat:
@@ -93,7 +101,7 @@ class World:
         chat: Chat | None = None,
     ) -> None:
         self.root = root
-        toml = textwrap.dedent(team_toml) + textwrap.dedent(extra_toml)
+        toml = with_signing_opt_out(textwrap.dedent(team_toml) + textwrap.dedent(extra_toml))
         (root / "relbot.toml").write_text(toml, encoding="utf-8")
         self.config = load_config(root / "relbot.toml")
         self.profile = self.config.profile

@@ -30,6 +30,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from bot.demo import stage_demo
 from bot.domain.profile import load_profile
+from tests.pinned import NO_SIGNATURES
 
 RELBOT = Path(sys.executable).with_name("relbot")
 CHROMIUM = "/usr/bin/chromium"
@@ -201,6 +202,7 @@ def test_the_open_page_follows_a_console_rehearsal(tmp_path: Path, browser: Any)
         [people.ned]
         roles = ["macos"]
         """.replace("\n        ", "\n")
+        + NO_SIGNATURES
     )
     staging = tmp_path / "relbot-data" / "staging"
     stage_demo(staging, load_profile("cpython"))

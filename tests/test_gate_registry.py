@@ -18,6 +18,7 @@ from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.console_driver import publish_through_console
 from tests.doubles.pydotorg import PydotorgDouble
+from tests.pinned import NO_SIGNATURES
 
 KEY = "s3cr3t-api-key-value"
 FAST = RetryPolicy(attempts=2, backoff=0.0, sleep=lambda _: None)
@@ -112,6 +113,7 @@ def test_console_rehearsal_registers_every_file_and_never_shows_the_key(
         rm = ["3.14"]
         roles = ["source", "docs", "windows", "macos"]
         """)
+        + NO_SIGNATURES
     )
     staging = tmp_path / "relbot-data" / "staging" / "3.14.1"
     stage_demo(staging.parent, load_profile("cpython"))

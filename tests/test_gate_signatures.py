@@ -57,18 +57,26 @@ async def test_every_file_signed_publishes_with_its_bundles(tmp_path: Path) -> N
     assert "doc/3.14.1/python-3.14.1-docs.epub.sigstore" in world.public_files()
 
 
-async def test_a_missing_signature_blocks_publish_when_required(tmp_path: Path) -> None:
-    world = signed_world(tmp_path)
+async def test_a_missing_signature_is_left_to_the_confirmation_when_required(
+    tmp_path: Path,
+) -> None:
+    """Not a blocker: the plan signs it, after a login. Here the login provider cannot be
+    reached (a closed loopback port), so /publish says so in one sentence and changes nothing."""
+    toml = SIGNED_BY_TEST_SIGNER.format(require="true", identity="william@yossarian.net")
+    world = World(tmp_path, toml + '    issuer = "http://127.0.0.1:9/oauth"\n')
     paths = world.stage("3.14.1", content=ARTIFACT)
     sign_all(world, "3.14.1", [p for p in paths if p != "python-3.14.1-macos11.pkg"])
     await world.ready_all("3.14.1")
-    reply = await world.say("hugo", "/publish 3.14.1")
-    assert reply.private
-    assert "signature of python-3.14.1-macos11.pkg: no python-3.14.1-macos11.pkg.sigstore" in (
-        reply.text
-    )
     status = await world.say("eve", "/status 3.14.1")
-    assert "unsigned: python-3.14.1-macos11.pkg" in status.text
+    assert "3.14.1: all 4 roles ready; publishable" in status.text
+    assert "unsigned: python-3.14.1-macos11.pkg (the RM signs them at /publish)" in status.text
+    reply = await world.say("hugo", "/publish 3.14.1")
+    assert reply.private and reply.confirm is None
+    assert reply.text.startswith(
+        "The Sigstore login at http://127.0.0.1:9/oauth cannot be reached (ConnectError)."
+    )
+    assert "sign in a terminal: relbot sign 3.14.1" in reply.text
+    assert "planned" not in world.events("3.14.1")
 
 
 async def test_a_signature_by_the_wrong_person_is_named_in_status_and_blocks(

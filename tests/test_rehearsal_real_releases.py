@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.config import load_config
 from bot.domain.tags import ReleaseTag
 from tests.console_driver import publish_through_console
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 
 TEAM = """
 [people.hugo]
@@ -30,7 +30,7 @@ roles = ["macos"]
 
 def team(folder: Path) -> Path:
     path = folder / "relbot.toml"
-    path.write_text(RELEASE_CYCLE_LINE + TEAM, encoding="utf-8")
+    path.write_text(RELEASE_CYCLE_LINE + TEAM + NO_SIGNATURES, encoding="utf-8")
     for name in ("staging", "public"):  # `relbot run` creates no folder
         (folder / "relbot-data" / name).mkdir(parents=True, exist_ok=True)
     return path

@@ -1,6 +1,8 @@
 """Signing in the release flow, with bundles of the private Sigstore instance: signatures added
-after /ready withdraw no claim, a /publish refused for unsigned files names the command that
-signs them, and the gate's verifier holds a private instance's bundles to the same rules."""
+after /ready withdraw no claim, a /publish for unsigned files offers to sign them at the
+confirmation (or takes them signed in a terminal), a bad staged signature is refused with the
+command that re-signs, and the gate's verifier holds a private instance's bundles to the same
+rules."""
 
 from __future__ import annotations
 
@@ -38,10 +40,11 @@ async def test_signing_after_ready_withdraws_no_claim_and_publish_goes_through(
     world = instance_world(tmp_path, sigstore_instance)
     paths = signed_paths(world, world.stage(TAG))
     await world.ready_all(TAG)
-    refused = await world.say("hugo", f"/publish {TAG}")
-    assert refused.private
-    assert f"run: relbot sign {TAG} --config {tmp_path / 'relbot.toml'}" in refused.text
+    offered = await world.say("hugo", f"/publish {TAG}")
+    assert offered.confirm is not None and offered.confirm.login_url is not None
+    assert f"Signing: {len(paths)} files python.org lists" in offered.text
 
+    # The RM signs in a terminal instead of logging in from chat.
     monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
     run_sign(tmp_path, capsys)
     await world.gate.scan()
@@ -52,7 +55,9 @@ async def test_signing_after_ready_withdraws_no_claim_and_publish_goes_through(
     assert not any("withdrawn" in n for n in world.chat.texts(ChannelKind.NOTICE))
     summary = world.chat.updates[-1][1].text
     assert f"signatures: {len(paths)} of {len(paths)} files signed and valid" in summary
-    reply = await world.say("hugo", await world.plan(TAG))
+    line = await world.plan(TAG)
+    assert line.count(" ") == 3  # nothing left to sign: no login
+    reply = await world.say("hugo", line)
     assert not reply.private, reply.text
     public = world.public_files()
     for path in paths:
@@ -63,6 +68,26 @@ async def test_signing_after_ready_withdraws_no_claim_and_publish_goes_through(
         )
         for suffix in ("", ".sigstore", ".sig", ".crt"):
             assert target + suffix in public, target + suffix
+
+
+async def test_a_bad_staged_signature_blocks_publish_and_names_the_line_that_re_signs(
+    tmp_path: Path,
+    sigstore_instance: SigstoreInstance,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    world = instance_world(tmp_path, sigstore_instance)
+    world.stage(TAG)
+    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
+    run_sign(tmp_path, capsys)
+    world.write(TAG, "Python-3.14.1.tgz", b"rebuilt after signing\n")  # its bundle no longer fits
+    await world.ready_all(TAG)
+
+    refused = await world.say("hugo", f"/publish {TAG}")
+
+    assert refused.private
+    assert "signature of Python-3.14.1.tgz: digest mismatch" in refused.text
+    assert f"run: relbot sign {TAG} --config {tmp_path / 'relbot.toml'}" in refused.text
 
 
 async def test_a_bundle_replaced_after_ready_still_withdraws_the_claim(

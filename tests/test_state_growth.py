@@ -218,9 +218,16 @@ EVENT_DATA: dict[EventKind, st.SearchStrategy[dict[str, Any]]] = {
     EventKind.HELD: st.builds(lambda t: {"reason": t}, st.sampled_from(["", "notarization"])),
     EventKind.UNHELD: st.builds(lambda p: {"holder": p}, PEOPLE),
     EventKind.PLANNED: st.builds(
-        lambda c, n: {"code_hash": code_hash(c), "expires_at": 1.8e9, "plan": a_plan(n)},
+        lambda c, n, status: {
+            "code_hash": code_hash(c),
+            "expires_at": 1.8e9,
+            "plan": a_plan(n),
+            "status": status,
+            "sign": [f["path"] for f in a_plan(n)["files"]][: n - 1],
+        },
         CODES,
         st.integers(1, 3),
+        st.sampled_from([None, "bugfix", "security"]),
     ),
     EventKind.PLAN_DROPPED: st.just({"reason": "withdrawn by a re-spin"}),
     EventKind.CONFIRMED: st.builds(lambda c: {"code_hash": code_hash(c), "digest": "x"}, CODES),
@@ -232,6 +239,10 @@ EVENT_DATA: dict[EventKind, st.SearchStrategy[dict[str, Any]]] = {
     EventKind.WAIVED: st.builds(
         lambda t: {"target": t, "role": t == "macos", "reason": "not this time"},
         st.sampled_from(["macos", "python-3.14.1-macos11.pkg"]),
+    ),
+    EventKind.SIGNED: st.builds(
+        lambda n: {"identity": "hugo@python.org", "signed": n, "plan": a_plan(n)},
+        st.integers(1, 3),
     ),
     EventKind.UNWAIVED: st.builds(
         lambda t: {"target": t}, st.sampled_from(["macos", "python-3.14.1-macos11.pkg"])

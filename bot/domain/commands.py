@@ -8,8 +8,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bot.domain.login import LOGIN_RE
 from bot.domain.tags import ReleaseTag, quote_input
 from bot.domain.text import typed_text
 from bot.errors import RelbotError, TagError
@@ -60,6 +61,9 @@ class Publish:
 class Confirm:
     tag: ReleaseTag
     code: str
+    # The code the Sigstore login page showed, when the plan signs files (as typed: its
+    # case matters); None when none was given.
+    login: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ USAGE: dict[str, tuple[str, str]] = {
     "status": ("/status [TAG]", "/status 3.14.1"),
     "hold": ("/hold TAG [reason…]", "/hold 3.14.1 macOS installer fails to notarize"),
     "unhold": ("/unhold TAG", "/unhold 3.14.1"),
-    "publish": ("/publish TAG, then /publish TAG confirm <code>", "/publish 3.14.1"),
+    "publish": ("/publish TAG, then /publish TAG confirm <code> [<login>]", "/publish 3.14.1"),
     "respin": ("/respin TAG", "/respin 3.14.1"),
     "waive": (
         "/waive TAG PATH|ROLE [reason…]",
@@ -176,15 +180,21 @@ def _build(verb: str, args: list[str], roles: Sequence[str]) -> Command:
             return Unhold(ReleaseTag.parse(tag.lower()))
         case "publish", [tag]:
             return Publish(ReleaseTag.parse(tag.lower()))
-        case "publish", [tag, word, code] if word.lower() == "confirm":
+        case "publish", [tag, word, code, *login] if word.lower() == "confirm" and len(login) < 2:
             parsed = ReleaseTag.parse(tag.lower())
+            # Never echo the attempt: refusals must not print anything like a code.
             if not CODE_RE.fullmatch(code.upper()):
-                # Never echo the attempt: refusals must not print anything like a code.
                 raise CommandError(
                     "A confirmation code is 6 to 12 letters and digits; copy it from the "
                     f"publish plan, or type /publish {parsed} for a new plan."
                 )
-            return Confirm(parsed, code.upper())
+            if login and not LOGIN_RE.fullmatch(login[0]):
+                raise CommandError(
+                    "A login code is the code the login page showed, as it showed it (letters, "
+                    f"digits and . _ ~ + / = -); log in again with the plan's link, then "
+                    f"type /publish {parsed} confirm <code> <login>."
+                )
+            return Confirm(parsed, code.upper(), login[0] if login else None)
         case "respin", [tag]:
             return Respin(ReleaseTag.parse(tag.lower()))
         case "waive", [tag, target, *reason]:

@@ -55,3 +55,21 @@ def check_code(
     if now > offer.expires_at:
         return CodeProblem(CodeFault.EXPIRED, expired_at=offer.expires_at)
     return None
+
+
+def login_refusal(tag: str, to_sign: int, login: str | None) -> str | None:
+    """Why a confirmation with (or without) ``login`` is refused before anything else is
+    checked; None when it fits the plan. A plan that signs ``to_sign`` files needs the code
+    of the Sigstore login; a plan that signs nothing takes none. The code stays valid."""
+    if to_sign and login is None:
+        files = "1 file" if to_sign == 1 else f"{to_sign} files"
+        return (
+            f"This plan signs {files} at the confirmation: open the plan's login link, log in, "
+            f"and type /publish {tag} confirm <code> <login> with the code the page shows."
+        )
+    if not to_sign and login is not None:
+        return (
+            f"This plan signs nothing, so it takes no login code; type /publish {tag} "
+            "confirm <code> alone."
+        )
+    return None

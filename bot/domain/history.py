@@ -35,6 +35,7 @@ class EventKind(StrEnum):
     WAIVED = "waived"  # target, role (bool), reason
     UNWAIVED = "unwaived"  # target
     ANNOUNCEMENT_WORDS = "announcement-words"  # words: the RM's part of the announcement
+    SIGNED = "signed"  # identity, signed (how many), plan (the confirmed one + signatures)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class Offer:
     code_hash: str
     expires_at: float
     plan: PublishPlan
+    # Files the bot signs at the confirmation (the RM logs in to confirm), and the status of
+    # the branch the plan was made under (the release cycle's, or the one journaled earlier).
+    to_sign: tuple[str, ...] = ()
+    status: str | None = None
 
 
 @dataclass
@@ -76,6 +81,10 @@ class ReleaseState:
     waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
     public_files: tuple[PlanFile, ...] = ()  # every file published so far (late ones too)
     announcement_words: str = ""  # the RM's own part of the announcement (/announce TAG TEXT)
+    to_sign: tuple[str, ...] = ()  # the confirmed publish signs these before promoting
+    publishing_status: str | None = None  # the branch status of the confirmed plan
+    # The branch status the release was first published under: late files keep using it.
+    branch_status: str | None = None
 
     @property
     def is_published(self) -> bool:
@@ -142,6 +151,8 @@ def _apply(state: ReleaseState, event: Event) -> None:
                 data["code_hash"],
                 float(data["expires_at"]),
                 plan_from_json(state.tag, data["plan"]),
+                tuple(data.get("sign", ())),
+                data.get("status"),
             )
         case EventKind.PLAN_DROPPED:
             _drop_offer(state, data.get("reason", "withdrawn"))
@@ -151,6 +162,8 @@ def _apply(state: ReleaseState, event: Event) -> None:
                 state.publisher = event.actor
                 state.steps_done.clear()  # a late publish runs the pipeline again
                 state.public_before = tuple(data.get("public_before", ()))
+                state.to_sign = state.offer.to_sign
+                state.publishing_status = state.offer.status
             _drop_offer(state, "already used")
         case EventKind.STEP_STARTED:
             state.step_started = data["step"]
@@ -163,12 +176,19 @@ def _apply(state: ReleaseState, event: Event) -> None:
                 state.published_by = state.publisher or event.actor
             if state.publishing is not None:
                 state.public_files += state.publishing.files
+            if state.branch_status is None:
+                state.branch_status = state.publishing_status
             state.publishing, state.publisher = None, None
+            state.to_sign, state.publishing_status = (), None
             state.delivered.update(state.claims)
             state.claims.clear()  # spent: late files need a new /ready
             state.withdrawals.clear()
+        case EventKind.SIGNED:
+            if state.publishing is not None:  # the signatures join what is published
+                state.publishing = plan_from_json(state.tag, data["plan"])
         case EventKind.ABORTED:
             state.publishing, state.publisher = None, None
+            state.to_sign, state.publishing_status = (), None
             state.steps_done.clear()
             state.step_started, state.public_before = None, ()
         case EventKind.WAIVED:

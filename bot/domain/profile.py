@@ -84,12 +84,20 @@ class ProfileSpec(_Strict):
     sidecars: list[SidecarRule] = Field(default_factory=list)
     roles: dict[str, RoleSpec]
     signers: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    # Sigstore signatures are required from this branch (or version) on, unless the config
+    # opts out ([signatures] require = false); None: the config alone decides.
+    signatures_since: str | None = None
     # Free-form tables read by the code that needs them (bot/domain/records.py reads [pydotorg]).
     pydotorg: dict[str, Any] = Field(default_factory=dict)
     links: dict[str, str] = Field(default_factory=dict)  # label → URL template, announced
     # The Windows install-manager index (bot/domain/windows_index.py reads it): file, role,
     # manifest. Published last, at the public root, by replacing the live copy.
     install_index: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("signatures_since")
+    @classmethod
+    def _since(cls, value: str | None) -> str | None:
+        return FileRule._branch(value)
 
 
 class FileKind(StrEnum):
@@ -118,21 +126,34 @@ class ExpectedFile:
 class Profile:
     """A loaded profile. Answers, for a tag, which files each role must or may stage."""
 
-    def __init__(self, spec: ProfileSpec, statuses: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ProfileSpec,
+        statuses: Mapping[str, str] | None = None,
+        pinned: Mapping[str, str] | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.statuses: Mapping[str, str] = dict(statuses or {})  # branch → status
         # Per tag, what every path of its listing is judged against: worked out once, not
         # once per path (a staging folder may hold tens of thousands of entries).
-        self._rules: dict[ReleaseTag, _TagRules] = {}
+        self._rules: dict[tuple[ReleaseTag, str | None], _TagRules] = {}
+        # tag → the branch status it was published under (a live view: the journal's)
+        self.pinned: Mapping[str, str] = pinned if pinned is not None else {}
 
     def with_statuses(self, statuses: Mapping[str, str]) -> Profile:
         """This profile, knowing each branch's status (``3.12`` → ``security``)."""
-        return Profile(self.spec, statuses)
+        return Profile(self.spec, statuses, self.pinned)
+
+    def with_pinned(self, pinned: Mapping[str, str]) -> Profile:
+        """This profile, where a release in ``pinned`` (tag → status) keeps that status
+        whatever the release cycle says now (a published release's late files)."""
+        return Profile(self.spec, self.statuses, pinned)
 
     def status(self, tag: ReleaseTag) -> str | None:
-        """The status of ``tag``'s branch, or None when the release cycle does not list it."""
-        return self.statuses.get(tag.branch)
+        """The status of ``tag``'s branch: the one ``tag`` was published under, else the
+        release cycle's; None when neither knows it."""
+        return self.pinned.get(str(tag)) or self.statuses.get(tag.branch)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -179,7 +200,9 @@ class Profile:
         return tuple(found)
 
     def _tag_rules(self, tag: ReleaseTag) -> _TagRules:
-        rules = self._rules.get(tag)
+        # Keyed by the status too: a release's status is pinned once it is published.
+        key = (tag, self.status(tag))
+        rules = self._rules.get(key)
         if rules is None:
             if len(self._rules) >= _TAGS_REMEMBERED:
                 self._rules.clear()
@@ -205,7 +228,7 @@ class Profile:
                 re.compile(either) if allowed else None,
                 tuple(role for _, role in allowed),
             )
-            self._rules[tag] = rules
+            self._rules[key] = rules
         return rules
 
     def needs_signature(self, tag: ReleaseTag, path: str) -> bool:
@@ -245,6 +268,11 @@ class Profile:
     def links(self, tag: ReleaseTag) -> dict[str, str]:
         """Where people find a published release (the announcement carries these)."""
         return {label: expand(url, tag) for label, url in self.spec.links.items()}
+
+    def requires_signatures(self, tag: ReleaseTag) -> bool:
+        """Whether the profile wants ``tag``'s signed files signed (``signatures_since``)."""
+        since = self.spec.signatures_since
+        return since is not None and _at_least(tag, since)
 
     def signer(self, tag: ReleaseTag) -> tuple[str, str] | None:
         """The (identity, issuer) expected to sign ``tag``, if the profile names one."""

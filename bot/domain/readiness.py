@@ -119,8 +119,8 @@ class Readiness:
         if len(self.stray) > NAMED:
             found.append(f"staging: {len(self.stray) - NAMED} more unexpected entries")
         found += [f"held by {h.person}" + (f": {h.reason}" if h.reason else "") for h in self.holds]
-        if self.signatures_required:
-            found += [f"signature of {s.describe()}" for s in self.unsigned]
+        if self.signatures_required:  # a missing one is signed at the confirmation
+            found += [f"signature of {s.describe()}" for s in self.invalid_signatures]
         if self.install_index is not None:
             found += self.install_index.blockers
         return found
@@ -129,6 +129,11 @@ class Readiness:
     def unsigned(self) -> tuple[SignatureResult, ...]:
         """Required files whose signature is missing or invalid."""
         return tuple(s for s in self.signatures if s.status is not SignatureStatus.VALID)
+
+    @property
+    def invalid_signatures(self) -> tuple[SignatureResult, ...]:
+        """Files with a staged signature that does not verify (a missing one is not)."""
+        return tuple(s for s in self.signatures if s.status is SignatureStatus.INVALID)
 
     @property
     def signature_problems(self) -> tuple[SignatureResult, ...]:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from bot.errors import ConfigError
 
-STATUSES = ("feature", "prerelease", "bugfix", "security", "end-of-life")
+# python/peps' own statuses; "planned" (a branch whose development has not started) was
+# published for 3.16 until May 2026, and nothing is released from such a branch.
+STATUSES = ("planned", "feature", "prerelease", "bugfix", "security", "end-of-life")
 # Branches that get only source (and, for finals, docs): no binaries are built any more.
 SOURCE_ONLY = frozenset({"security", "end-of-life"})
 

@@ -1,5 +1,6 @@
-"""``/publish TAG``, ``/publish TAG confirm CODE`` and ``/abort TAG``: an RM's plan, its
-confirmation (freeze the files, then run the pipeline) and cancelling it while nothing is
+"""``/publish TAG``, ``/publish TAG confirm CODE [LOGIN]`` and ``/abort TAG``: an RM's plan
+(with a Sigstore login when files must be signed), its confirmation (the login checked, the
+files frozen, then the pipeline, which signs them first) and cancelling it while nothing is
 public."""
 
 from __future__ import annotations
@@ -10,7 +11,13 @@ import logging
 from bot import announcing, index_publishing
 from bot.domain import authority
 from bot.domain import commands as cmd
-from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code
+from bot.domain.confirmation import (
+    CodeFault,
+    CodeProblem,
+    check_code,
+    hash_code,
+    login_refusal,
+)
 from bot.domain.history import EventKind, Offer, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
@@ -20,15 +27,18 @@ from bot.pinning import listing
 from bot.refusals import CodeRefused, Refusal, refuse_unless
 from bot.render import plan_text, when
 from bot.services import Services
+from bot.sign_step import SIGNING_FAILED
 
 log = logging.getLogger(__name__)
 
 
 async def publish(s: Services, person: str, command: cmd.Publish, state: ReleaseState) -> Reply:
-    """Offer the plan and a confirmation code (stored hashed) that expires."""
+    """Offer the plan and a confirmation code (stored hashed) that expires; when files must
+    be signed, a Sigstore login too (its verifier kept in memory only)."""
     tag = command.tag
     refuse_unless(authority.may_publish(s.team, person, tag))
     plan = await s.publishable_plan(tag, state)
+    signing = await s.signing.offer(plan)
     code = s.new_code()
     timeout = s.config.model.confirm_timeout
     s.store.append(
@@ -38,11 +48,28 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
         code_hash=hash_code(code),
         expires_at=s.clock() + timeout,
         plan=plan_to_json(plan),
+        status=s.profile.status(tag),
+        sign=list(signing.to_sign) if signing else [],
+        signer=list(signing.signer) if signing else None,
     )
-    prompt = ConfirmPrompt(str(tag), code)
+    if signing is not None:
+        s.logins.offer(tag, hash_code(code), signing.login)
+    prompt = ConfirmPrompt(str(tag), code, signing.login.link if signing else None)
     notes = tuple(announcing.plan_notes(s.config, s.conn, plan, state))
-    text = plan_text(plan, max(1, timeout // 60), prompt.line, notes)
+    text = plan_text(plan, max(1, timeout // 60), prompt.shown, notes)
+    if signing is not None:
+        text = _before_last_line(text, signing.text(tag))
+    elif not s.signing.required(tag):
+        opted_out = s.config.model.signatures.require is False
+        why = " ([signatures] require = false)" if opted_out else ""
+        text = _before_last_line(text, f"Signatures: not required for {tag}{why}.")
     return Reply(text, plan=plan, confirm=prompt, notes=notes)
+
+
+def _before_last_line(text: str, insert: str) -> str:
+    """``insert`` before the plan's last line (the line to type stays last)."""
+    head, _, last = text.rpartition("\n")
+    return f"{head}\n{insert}\n{last}"
 
 
 def code_refusal(tag: ReleaseTag, problem: CodeProblem, live: Offer | None = None) -> str:
@@ -80,6 +107,7 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         mine = offer is not None and offer.person == person and s.clock() <= offer.expires_at
         raise CodeRefused(code_refusal(tag, problem, offer if mine else None))
     assert state.offer is not None
+    refuse_unless(login_refusal(str(tag), len(state.offer.to_sign), command.login), Refusal)
     plan = await s.publishable_plan(tag, state)
     if plan.digest != state.offer.plan.digest:
         changed = plan_difference(state.offer.plan, plan)
@@ -88,6 +116,10 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         )
     if trouble := await s.reporter.storage_trouble():
         raise Refusal(f"{trouble} Nothing was published.")
+    # The login is checked before anything moves: a wrong identity changes nothing.
+    handover = None
+    if command.login is not None:
+        handover = await s.signing.accept(tag, code_hash, command.login)
     # Journal the confirmation first: from here on, every resume pins to this plan.
     before = await asyncio.to_thread(s.conn.storage.in_public, plan)
     s.store.append(
@@ -99,16 +131,35 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         public_before=before,
     )
     verified = await freeze(s, person, tag, plan, again)
+    if handover is not None:
+        s.logins.hand_over(tag, handover)
     await s.pipeline.run(s.store.release(tag), verified=verified)
     done = s.store.release(tag)
-    if len(done.public_files) == len(state.public_files):  # not (yet) published
+    published = len(done.public_files) - len(state.public_files)
+    if not published and done.publishing is None and (why := _signing_failure(s, tag)):
+        return Reply(
+            f"Publishing {tag} was called off before anything became public: {why} Type "
+            f"/publish {tag} for a new plan, then confirm again.",
+            Tone.REFUSAL,
+            refusal="publish_stopped",
+        )
+    if not published:  # stopped at a step (or undone by it): the channel has the reason
         return Reply(
             f"Publishing {tag} did not finish; the channel has the reason and it "
             "resumes by itself once the cause is fixed.",
             Tone.REFUSAL,
             refusal="publish_stopped",
         )
-    return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
+    return Reply(f"Published {tag}: {published} files are public.", Tone.SUCCESS)
+
+
+def _signing_failure(s: Services, tag: ReleaseTag) -> str:
+    """Why signing called the publish of ``tag`` off, as a sentence ("" if it did not)."""
+    aborted = [e for e in s.store.events(tag) if e.kind is EventKind.ABORTED]
+    reason = str(aborted[-1].data.get("reason", "")) if aborted else ""
+    if not reason.startswith(SIGNING_FAILED):
+        return ""
+    return f"{reason[0].upper()}{reason[1:].rstrip('.')}."
 
 
 async def freeze(s: Services, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:

@@ -178,6 +178,21 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
     return renames
 
 
+def frozen_file(fs: Primitives, places: Places, plan: PublishPlan, path: str) -> str:
+    """Where a file the bot adds to a frozen release goes (a signature beside a frozen
+    file): checked to be inside the bot's area, in a folder the freeze made. Raises
+    :class:`StorageError`."""
+    check_area(fs, places, create=False)
+    target = places.frozen(plan, path)
+    folder = fs.lstat(posixpath.dirname(target))
+    if folder is None or not folder.is_dir:
+        raise StorageError(
+            f"The frozen files of {plan.tag} are not in the bot's area, so nothing can be "
+            "written beside them."
+        )
+    return target
+
+
 def frozen_problems(
     fs: Primitives, places: Places, plan: PublishPlan, *, public_before: Iterable[str] = ()
 ) -> list[str]:

@@ -182,6 +182,21 @@ class LocalStorage:
 
         return _wrapped(f"freeze {plan.tag}", op)
 
+    def write_frozen(self, plan: PublishPlan, path: str, data: bytes) -> None:
+        def op() -> None:
+            target = Path(freezer.frozen_file(LocalFs(self), self._places, plan, path))
+            temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+            try:
+                with temp.open("xb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(temp, target)  # the bot's own area: an earlier attempt's goes
+            finally:
+                temp.unlink(missing_ok=True)
+
+        _wrapped(f"write {path} beside the frozen files", op)
+
     def thaw(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"put back {plan.tag}", lambda: freezer.thaw(LocalFs(self), self._places, plan)

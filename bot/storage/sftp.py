@@ -13,7 +13,9 @@ check (:mod:`bot.storage.sftp_check`). It keeps the calls tests override to inje
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
+import secrets
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -195,6 +197,26 @@ class SftpStorage:
             return freezer.frozen_problems(fs, self._places, plan)
 
         return self._ssh.call(f"freeze {plan.tag}", op)
+
+    def write_frozen(self, plan: PublishPlan, path: str, data: bytes) -> None:
+        """Write a small file beside the frozen files on the server (temporary name, then
+        ``posix-rename``: an earlier attempt's file is replaced)."""
+
+        def op(conn: Connection) -> None:
+            target = freezer.frozen_file(SftpFs(self, conn), self._places, plan, path)
+            folder, name = posixpath.split(target)
+            temp = posixpath.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+            try:
+                self.requests["write"] += 1
+                with conn.sftp.open(temp, "wb") as f:
+                    f.write(data)
+                self.requests["rename"] += 1
+                conn.sftp.posix_rename(temp, target)
+            finally:
+                with contextlib.suppress(OSError):
+                    conn.sftp.remove(temp)
+
+        self._ssh.call(f"write {path} beside the frozen files", op)
 
     def thaw(self, plan: PublishPlan) -> list[str]:
         """Put frozen files back in staging; returns the files that clashed."""

@@ -64,7 +64,7 @@ class DiscordWorld(World):
     """World's folders, clock and state, with a team that has Discord IDs and a ``[discord]``
     table pointing at the mock."""
 
-    def __init__(self, root: Path, api_url: str) -> None:
+    def __init__(self, root: Path, api_url: str, extra_toml: str = "") -> None:
         toml = DISCORD_TEAM_TOML.format(
             token_env=TOKEN_ENV,
             guild=GUILD,
@@ -76,7 +76,7 @@ class DiscordWorld(World):
             ned=NED,
             slack_steve=SLACK_STEVE,
         )
-        super().__init__(root, team_toml=toml)
+        super().__init__(root, extra_toml, team_toml=toml)
 
     def platform(self) -> DiscordPlatform:
         """A new bot process's Discord platform (READY after a short wait for guilds)."""

@@ -11,12 +11,14 @@ for the real discord.py client to log in, sync commands, receive interactions an
 What it enforces, as Discord does: ``Authorization: Bot TOKEN`` on REST and the token in
 IDENTIFY; JSON answers with exactly ``Content-Type: application/json`` (discord.py parses
 nothing else); one callback per interaction (a second is a 400 "already acknowledged");
-followups only on an acknowledged interaction; a component interaction carries its message.
-Like a server, it knows its members (the bot among them), its roles and the channel's permission
-overwrites, and it computes the bot's permissions in the channel as Discord does: reading the
-channel needs View Channel (else 403 Missing Access, 50001), posting needs Send Messages too
-(else 403 Missing Permissions, 50013); a bot that is not in the server gets 403 Missing Access
-for the server, its members and its channel; a user who is not a member, 404 Unknown Member.
+modals within Discord's limits (title and label 45 characters, description 100, at most 5
+components); followups only on an acknowledged interaction; a component interaction carries its
+message. Like a server, it knows its members (the bot among them), its roles and the channel's
+permission overwrites, and it computes the bot's permissions in the channel as Discord does:
+reading the channel needs View Channel (else 403 Missing Access, 50001), posting needs Send
+Messages too (else 403 Missing Permissions, 50013); a bot that is not in the server gets 403
+Missing Access for the server, its members and its channel; a user who is not a member, 404
+Unknown Member.
 What it leaves out: rate limits, zlib compression (discord.py reads text frames as they come),
 RESUME (answered with INVALID_SESSION), and every route the bot does not use.
 """
@@ -223,6 +225,23 @@ class MockDiscord:
         data = {"custom_id": custom_id, "component_type": 2}
         return await self._interact(3, user, data, message=message)
 
+    async def submit_modal(
+        self, modal: dict[str, Any], *, user: str, message: dict[str, Any], values: dict[str, str]
+    ) -> Sent:
+        """A user fills in the text inputs of ``modal`` (as the bot sent it, opened from a
+        button on ``message``) and submits it: ``values`` by the inputs' custom IDs."""
+        components = []
+        for n, (custom_id, value) in enumerate(values.items()):
+            component = {"type": 4, "id": 2 * n + 2, "custom_id": custom_id, "value": value}
+            components.append({"type": 18, "id": 2 * n + 1, "component": component})
+        data = {"custom_id": modal["custom_id"], "components": components}
+        return await self._interact(5, user, data, message=message)
+
+    def modal(self, sent: Sent) -> dict[str, Any] | None:
+        """The modal the bot answered an interaction with, if it did."""
+        callback = self._acknowledged.get(sent.token)
+        return callback["data"] if callback is not None and callback["type"] == 9 else None
+
     async def reply(self, sent: Sent) -> dict[str, Any]:
         """The bot's answer to an interaction, as the message Discord made of it: the first
         followup, or the message of an immediate response."""
@@ -329,6 +348,8 @@ class MockDiscord:
         if token in self._acknowledged:
             refusal = "Interaction has already been acknowledged."
             return _json({"message": refusal, "code": 40060}, status=400)
+        if body["type"] == 9 and (problem := _modal_problem(body.get("data"))) is not None:
+            return _json({"message": f"Invalid Form Body: {problem}", "code": 50035}, status=400)
         self._acknowledged[token] = body
         flags = (body.get("data") or {}).get("flags", 0)
         interaction: dict[str, Any] = {
@@ -609,6 +630,27 @@ def _user(user_id: str, name: str) -> dict[str, Any]:
         "avatar": None,
         "public_flags": 0,
     }
+
+
+def _modal_problem(modal: Any) -> str | None:
+    """What Discord refuses a modal for, in the limits relbot can hit."""
+    if not isinstance(modal, dict) or not modal.get("custom_id"):
+        return "a modal needs a custom_id"
+    if not 1 <= len(modal.get("title") or "") <= 45:
+        return "a modal's title is 1 to 45 characters"
+    components = modal.get("components") or []
+    if not 1 <= len(components) <= 5:
+        return "a modal has 1 to 5 components"
+    for component in components:
+        if component.get("type") == 18:  # a label around one input
+            if not 1 <= len(component.get("label") or "") <= 45:
+                return "a label's text is 1 to 45 characters"
+            if len(component.get("description") or "") > 100:
+                return "a label's description is at most 100 characters"
+            component = component.get("component") or {}
+        if component.get("type") == 4 and not component.get("custom_id"):
+            return "a text input needs a custom_id"
+    return None
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

@@ -5,11 +5,13 @@ ends.
         token = instance.token("hugo@python.org", "https://github.com/login/oauth")
         instance.write_trust_config(path)   # a ClientTrustConfig: trusted root + signing config
 
-One HTTP server answers as every service: the CA (Fulcio ``POST /api/v2/signingCert``), the
-transparency log (Rekor v1 ``POST /api/v1/log/entries``) and the token issuer (OpenID discovery,
-an authorization endpoint that hands out a code, and a token endpoint trading it for a token, so
-the out-of-band login of sigstore-python runs too). Tokens are JWTs signed with the instance's
-key; the CA refuses any other. Everything is generated when the instance starts.
+One HTTP server answers as the CA (Fulcio ``POST /api/v2/signingCert``) and the token issuer
+(OpenID discovery; an authorization endpoint that "logs in" ``login_as`` and shows a code; a
+token endpoint that trades a code once, before it expires, for client ``sigstore`` with the
+PKCE verifier whose S256 is the challenge), so the out-of-band login runs as with Sigstore's
+Dex. The transparency log (Rekor v1 ``POST /api/v1/log/entries``) has a server of its own, so a
+test can really stop it (``stop_log``, ``stop_log_after``). Tokens are JWTs signed with the
+instance's key; the CA refuses any other. Everything is generated when the instance starts.
 """
 
 from __future__ import annotations

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime
+import hashlib
 import json
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +28,27 @@ from tests.sigstore_instance.log import TransparencyLog, proposed_entry
 
 AUDIENCE = "sigstore"
 TOKEN_LIFETIME = 600
+LOGIN_CODE_LIFETIME = 300.0  # seconds a login code can be traded (Dex: 5 minutes)
+OOB_REDIRECT = "urn:ietf:wg:oauth:2.0:oob"
+
+
+@dataclass
+class LoginGrant:
+    """A code the authorization endpoint showed, waiting to be traded for a token once."""
+
+    token: str
+    challenge: str
+    redirect_uri: str
+    expires_at: float
+
+
+class OAuthRefused(ValueError):
+    """What the token endpoint answers 400 with: an OAuth error code and a description."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(f"{error}: {description}")
+        self.error = error
+        self.description = description
 
 
 def _b64(data: bytes) -> str:
@@ -36,7 +60,8 @@ def _rfc3339(when: datetime.datetime) -> str:
 
 
 class SigstoreInstance:
-    """CA + CT log key + transparency log + token issuer, served on one loopback port."""
+    """CA + CT log key + token issuer on one loopback port, the transparency log on another
+    (so a test can stop the log alone, mid-signing)."""
 
     def __init__(self) -> None:
         self.ca = CertificateAuthority()
@@ -45,27 +70,85 @@ class SigstoreInstance:
         self.certificates_issued = 0
         self.refusals: list[str] = []
         # Codes handed out by the authorization endpoint, traded for a token once.
-        self._codes: dict[str, str] = {}
+        self._codes: dict[str, LoginGrant] = {}
+        self._codes_lock = threading.Lock()
         self.login_as: tuple[str, str] = ("hugo@python.org", "https://github.com/login/oauth")
+        self.login_code_lifetime = LOGIN_CODE_LIFETIME
+        self.logins_traded = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._log_server: ThreadingHTTPServer | None = None
+        self._log_thread: threading.Thread | None = None
+        self._log_port = 0
+        self._log_entries_left: int | None = None  # stop the log after this many entries
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    @property
+    def log_url(self) -> str:
+        return f"http://127.0.0.1:{self._log_port}"
+
+    @property
+    def issuer_url(self) -> str:
+        """The OIDC issuer (``[signatures] issuer``): its discovery document is below it."""
+        return self.url + "/oauth"
+
     def __enter__(self) -> SigstoreInstance:
         self._thread.start()
+        self.start_log()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.stop_log()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+    # -- the transparency log's own server -------------------------------------------------
+
+    def start_log(self) -> None:
+        """Serve the log (again, on the same port once it had one)."""
+        if self._log_server is not None:
+            return
+        server = ThreadingHTTPServer(("127.0.0.1", self._log_port), _log_handler(self))
+        server.daemon_threads = True
+        self._log_port = int(server.server_address[1])
+        self._log_server = server
+        self._log_thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._log_thread.start()
+
+    def stop_log(self) -> None:
+        """Really stop the log: its socket closes, so clients get "connection refused"."""
+        server, thread = self._log_server, self._log_thread
+        self._log_server, self._log_thread = None, None
+        if server is None or thread is None:
+            return
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+    def stop_log_after(self, entries: int) -> None:
+        """Let the log take ``entries`` more entries, then stop it (from another thread, as
+        an operator would pull the plug mid-signing)."""
+        self._log_entries_left = entries
+
+    def _entry_logged(self) -> None:
+        if self._log_entries_left is None:
+            return
+        self._log_entries_left -= 1
+        if self._log_entries_left <= 0:
+            self._log_entries_left = None
+            threading.Thread(target=self.stop_log, daemon=True).start()
+
+    @property
+    def log_is_up(self) -> bool:
+        return self._log_server is not None
 
     # -- tokens ----------------------------------------------------------------------------
 
@@ -160,7 +243,7 @@ class SigstoreInstance:
         root_der = self.ca.root.public_bytes(serialization.Encoding.DER)
         return {
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [log_key(self.log.key, self.url)],
+            "tlogs": [log_key(self.log.key, self.log_url)],
             "certificateAuthorities": [
                 {
                     "subject": {
@@ -188,8 +271,8 @@ class SigstoreInstance:
         return {
             "mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
             "caUrls": [service(self.url)],
-            "oidcUrls": [service(self.url + "/oauth")],
-            "rekorTlogUrls": [service(self.url)],
+            "oidcUrls": [service(self.issuer_url)],
+            "rekorTlogUrls": [service(self.log_url)],
             "tsaUrls": [],
             "rekorTlogConfig": {"selector": "ANY"},
             "tsaConfig": {"selector": "ANY"},
@@ -213,52 +296,100 @@ class SigstoreInstance:
     # -- the out-of-band login -------------------------------------------------------------
 
     def _authorize(self, query: str) -> str:
-        """The authorization endpoint: a one-time code for :attr:`login_as` (a person who
-        would log in here in a browser), shown as the page's text."""
-        params = parse_qs(query)
-        if params.get("client_id") != [AUDIENCE] or params.get("response_type") != ["code"]:
-            raise ValueError("not an authorization request of sigstore")
-        code = secrets.token_urlsafe(16)
-        self._codes[code] = self.token(*self.login_as)
+        """The authorization endpoint: the request must be sigstore's out-of-band one with a
+        PKCE ``S256`` challenge; "logs in" :attr:`login_as` (a person who would log in here
+        in a browser) and returns the code the page shows."""
+        params = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        wanted = {"client_id": AUDIENCE, "response_type": "code", "redirect_uri": OOB_REDIRECT}
+        for key, value in wanted.items():
+            if params.get(key) != value:
+                raise ValueError(f"{key} must be {value!r}")
+        if params.get("code_challenge_method") != "S256" or not params.get("code_challenge"):
+            raise ValueError("a PKCE S256 code_challenge is required")
+        if not {"openid", "email"} <= set(params.get("scope", "").split()):
+            raise ValueError("scope must ask for openid and email")
+        if not params.get("state"):
+            raise ValueError("state is required")
+        code = secrets.token_urlsafe(18)
+        with self._codes_lock:
+            self._codes[code] = LoginGrant(
+                self.token(*self.login_as),
+                params["code_challenge"],
+                params["redirect_uri"],
+                time.time() + self.login_code_lifetime,
+            )
         return code
 
-    def _exchange(self, body: bytes) -> dict[str, Any]:
-        form = parse_qs(body.decode())
-        code = (form.get("code") or [""])[0]
-        token = self._codes.pop(code, None)
-        if form.get("grant_type") != ["authorization_code"] or token is None:
-            raise ValueError("invalid_grant")
-        return {"access_token": token, "token_type": "Bearer", "id_token": token}
+    def expire_login_codes(self) -> None:
+        """Every code shown so far expires now (as minutes passing would)."""
+        with self._codes_lock:
+            for grant in self._codes.values():
+                grant.expires_at = 0.0
+
+    def _exchange(self, authorization: str, body: bytes) -> dict[str, Any]:
+        """The token endpoint: client ``sigstore`` with an empty secret (HTTP basic), the
+        code once, before it expires, with the verifier whose S256 is the challenge."""
+        if authorization != "Basic " + base64.b64encode(f"{AUDIENCE}:".encode()).decode():
+            raise OAuthRefused("invalid_client", "client sigstore with an empty secret, please")
+        form = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
+        if form.get("grant_type") != "authorization_code":
+            raise OAuthRefused("unsupported_grant_type", "authorization_code only")
+        with self._codes_lock:
+            grant = self._codes.pop(form.get("code", ""), None)  # single use, even if refused
+        if grant is None:
+            raise OAuthRefused("invalid_grant", "unknown or already used code")
+        if time.time() > grant.expires_at:
+            raise OAuthRefused("invalid_grant", "the code has expired")
+        if form.get("redirect_uri") != grant.redirect_uri:
+            raise OAuthRefused("invalid_grant", "redirect_uri differs from the authorization")
+        if _s256(form.get("code_verifier", "")) != grant.challenge:
+            raise OAuthRefused("invalid_grant", "the code_verifier does not match the challenge")
+        self.logins_traded += 1
+        return {"access_token": grant.token, "token_type": "Bearer", "id_token": grant.token}
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    instance: SigstoreInstance
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def _send(self, status: int, payload: object, content_type: str = "application/json") -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refuse(self, status: int, err: Exception) -> None:
+        self.instance.refusals.append(str(err))
+        if isinstance(err, OAuthRefused):
+            self._send(status, {"error": err.error, "error_description": err.description})
+            return
+        self._send(status, {"code": status, "message": str(err)})
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
 
 
 def _handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return None
-
-        def _send(
-            self, status: int, payload: object, content_type: str = "application/json"
-        ) -> None:
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _refuse(self, status: int, err: Exception) -> None:
-            instance.refusals.append(str(err))
-            self._send(status, {"code": status, "message": str(err)})
-
+    class Handler(_Handler):
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             if url.path == "/oauth/.well-known/openid-configuration":
                 self._send(
                     200,
                     {
-                        "issuer": instance.url + "/oauth",
-                        "authorization_endpoint": instance.url + "/oauth/auth",
-                        "token_endpoint": instance.url + "/oauth/token",
+                        "issuer": instance.issuer_url,
+                        "authorization_endpoint": instance.issuer_url + "/auth",
+                        "token_endpoint": instance.issuer_url + "/token",
+                        "code_challenge_methods_supported": ["S256"],
                     },
                 )
             elif url.path == "/oauth/auth":
@@ -272,19 +403,40 @@ def _handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"message": f"no {url.path}"})
 
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            body = self._body()
             path = urlsplit(self.path).path
             try:
                 if path == "/api/v2/signingCert":
                     answer = instance._signing_cert(self.headers.get("Authorization", ""), body)
                     self._send(200, answer)
-                elif path == "/api/v1/log/entries":
-                    self._send(201, instance._log_entry(body))
                 elif path == "/oauth/token":
-                    self._send(200, instance._exchange(body))
+                    self._send(200, instance._exchange(self.headers.get("Authorization", ""), body))
                 else:
                     self._send(404, {"message": f"no {path}"})
-            except (ValueError, KeyError, TypeError) as err:
+            except OAuthRefused as err:
+                self._refuse(401 if err.error == "invalid_client" else 400, err)
+            except (ValueError, KeyError, TypeError, binascii.Error) as err:
                 self._refuse(401 if "token" in str(err) else 400, err)
 
+    Handler.instance = instance
+    return Handler
+
+
+def _log_handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        def do_POST(self) -> None:
+            body = self._body()
+            path = urlsplit(self.path).path
+            if path != "/api/v1/log/entries":
+                self._send(404, {"message": f"no {path}"})
+                return
+            try:
+                entry = instance._log_entry(body)
+            except (ValueError, KeyError, TypeError, binascii.Error) as err:
+                self._refuse(400, err)
+                return
+            self._send(201, entry)
+            instance._entry_logged()
+
+    Handler.instance = instance
     return Handler

@@ -93,8 +93,8 @@ class SlackWorld(World):
 
     storage: GatedStorage
 
-    def __init__(self, root: Path, chat: Chat) -> None:
-        super().__init__(root, team_toml=SLACK_TEAM_TOML, chat=chat)
+    def __init__(self, root: Path, chat: Chat, extra_toml: str = "") -> None:
+        super().__init__(root, extra_toml, team_toml=SLACK_TEAM_TOML, chat=chat)
 
     def make_storage(self) -> GatedStorage:
         return GatedStorage(self.staging, self.public)
@@ -170,6 +170,8 @@ class Workspace:
         """A click on the Publish button of an ephemeral message (``block_actions``)."""
         n = next(self._ids)
         name = f"click-{n}"
+        trigger_id = trigger_id or f"{n}.{n * 7}.trigger"
+        self.mock.triggers.add(trigger_id)  # Slack lets the app open one view with it
         payload: dict[str, Any] = {
             "type": "block_actions",
             "user": {"id": user, "username": user.lower(), "team_id": TEAM},
@@ -181,7 +183,7 @@ class Workspace:
                 "channel_id": CHANNEL,
                 "is_ephemeral": True,
             },
-            "trigger_id": trigger_id or f"{n}.{n * 7}.trigger",
+            "trigger_id": trigger_id,
             "team": {"id": TEAM, "domain": "python-release"},
             "channel": {"id": CHANNEL, "name": "release"},
             "response_url": self.mock.response_url(name),
@@ -198,6 +200,33 @@ class Workspace:
         }
         body = urlencode({"payload": json.dumps(payload)})
         return await self.deliver(body, name, retry=retry)
+
+    async def submit(self, user: str, view: dict[str, Any], values: dict[str, str]) -> Sent:
+        """The user submits a modal the app opened (``view_submission``), with ``values``
+        typed in its inputs (block_id = action_id = the key)."""
+        n = next(self._ids)
+        state = {
+            key: {key: {"type": "plain_text_input", "value": value}}
+            for key, value in values.items()
+        }
+        payload: dict[str, Any] = {
+            "type": "view_submission",
+            "team": {"id": TEAM, "domain": "python-release"},
+            "user": {"id": user, "username": user.lower(), "team_id": TEAM},
+            "api_app_id": "A0RELBOT",
+            "token": "legacy-verification-token",
+            "trigger_id": f"{n}.{n * 7}.submit",
+            "view": {
+                **view,
+                "id": f"V{n:04d}",
+                "team_id": TEAM,
+                "state": {"values": state},
+                "hash": f"{n}.hash",
+            },
+            "response_urls": [],
+        }
+        body = urlencode({"payload": json.dumps(payload)})
+        return await self.deliver(body, f"submit-{n}")
 
     async def deliver(
         self, body: str, name: str, *, retry: int | None = None, secret: str = SIGNING_SECRET

@@ -90,6 +90,10 @@ class MockSlack:
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _runner: web.AppRunner | None = None
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
+    views: list[dict[str, Any]] = field(default_factory=list)  # modals opened, in order
+    # trigger_ids handed to the app with an interaction: each opens one view, once (Slack
+    # also lets them expire after 3 s; tests act at once).
+    triggers: set[str] = field(default_factory=set)
 
     async def start(self) -> None:
         app = web.Application()
@@ -193,6 +197,8 @@ class MockSlack:
             return await self._answer(
                 call, 200, user_id=BOT_USER, bot_id="B0RELBOT", team_id=TEAM, user="relbot"
             )
+        if method == "views.open":
+            return await self._views_open(call)
         if method not in (*_NEEDS, "conversations.info"):
             return await self._answer(call, 404, error="unknown_method")
         channel = self.channels.get(str(body.get("channel")))
@@ -230,6 +236,21 @@ class MockSlack:
             ts = f"1800000000.{next(self._ts):06d}"
         self.messages[ts] = body
         return await self._answer(call, 200, channel=body.get("channel"), ts=ts)
+
+    async def _views_open(self, call: Call) -> web.Response:
+        """``views.open``: a known, unused trigger_id and a modal within Block Kit's limits."""
+        trigger = str(call.body.get("trigger_id"))
+        if trigger not in self.triggers:
+            return await self._answer(call, 200, error="invalid_trigger_id")
+        view = call.body.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        problem = view_problem(view)
+        if problem is not None:
+            return await self._answer(call, 200, error=problem)
+        self.triggers.discard(trigger)
+        self.views.append(view)
+        return await self._answer(call, 200, view={**view, "id": f"V{len(self.views):04d}"})
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         socket = web.WebSocketResponse(autoping=True)
@@ -296,6 +317,25 @@ def block_problem(blocks: object) -> str | None:
             if len(str(element.get("value", ""))) > 2000:
                 return "invalid_blocks: button value longer than 2000"
     return None
+
+
+def view_problem(view: object) -> str | None:
+    """What Slack would refuse a modal for, in the limits relbot can hit."""
+    if not isinstance(view, dict) or view.get("type") != "modal":
+        return "invalid_arguments: view must be a modal"
+    for key in ("title", "submit", "close"):
+        text = (view.get(key) or {}).get("text", "")
+        if key == "title" and not text:
+            return "invalid_arguments: a modal needs a title"
+        if len(text) > 24:
+            return f"invalid_arguments: {key} longer than 24 characters"
+    if len(str(view.get("private_metadata", ""))) > 3000:
+        return "invalid_arguments: private_metadata longer than 3000 characters"
+    blocks = view.get("blocks") or []
+    for block in blocks:
+        if block.get("type") == "input" and not (block.get("label") and block.get("element")):
+            return "invalid_blocks: an input block needs a label and an element"
+    return block_problem(blocks)
 
 
 async def _body(request: web.Request) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from bot.messages import ChannelKind
 from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
 from tests.conftest import World
 from tests.console_driver import RELBOT, publish_through_console
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
 
@@ -39,6 +39,7 @@ def test_console_rehearsal_over_sftp_publishes_every_file(tmp_path: Path, sshd: 
         rm = ["3.14"]
         roles = ["source", "docs", "windows", "macos"]
         """)
+        + NO_SIGNATURES
     )
     staged = stage_demo(staging, load_profile("cpython"))
     public.mkdir(parents=True)  # relbot check reports a missing folder, it never makes one

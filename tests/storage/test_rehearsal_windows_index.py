@@ -18,6 +18,7 @@ from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.storage.aside import ASIDE_FOLDER
 from tests.console_driver import RELBOT, publish_through_console
+from tests.pinned import NO_SIGNATURES
 from tests.sshd import SshServer
 from tests.windows_index_data import (
     LIVE_VERSIONS,
@@ -42,6 +43,7 @@ class Rehearsal:
             rm = ["3.14"]
             roles = ["source", "docs", "windows", "macos"]
             """)
+            + NO_SIGNATURES
         )
         self.live_before = index_bytes(*LIVE_VERSIONS)
         self.public.mkdir(parents=True)

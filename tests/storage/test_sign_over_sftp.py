@@ -5,6 +5,7 @@ server, never downloaded; only the small bundles are read back."""
 from __future__ import annotations
 
 import textwrap
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.signing import files_to_sign, registered_by, sign_release
-from tests.signing_fixtures import RM, signed_files, sigstore_instance
+from bot.storage.sftp import SftpStorage
+from tests.conftest import World
+from tests.signing_fixtures import RM, signed_files, signed_paths, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
@@ -111,3 +114,44 @@ def test_signing_hashes_on_the_server_and_downloads_nothing(
     assert storage.requests["download"] == 0
     assert storage.requests["read"] == len(staged)  # the written bundles, read back
     assert storage.requests["connect"] == 1
+
+
+class SftpWorld(World):
+    """World's team, with staging and public reached over SFTP on the test's sshd."""
+
+    def __init__(self, root: Path, sshd: SshServer, extra_toml: str) -> None:
+        self._sshd = sshd
+        super().__init__(root, extra_toml)
+
+    def make_storage(self) -> SftpStorage:  # type: ignore[override]
+        self.public.mkdir(parents=True, exist_ok=True)
+        return sftp_storage(self._sshd, self.staging, self.public)
+
+
+async def test_signing_at_the_confirmation_over_sftp_writes_beside_the_frozen_files(
+    tmp_path: Path, sshd: SshServer, sigstore_instance: SigstoreInstance
+) -> None:
+    sigstore_instance.login_as = RM
+    sigstore_instance.write_trust_config(tmp_path / "instance.json")
+    world = SftpWorld(
+        tmp_path, sshd, '[signatures]\nrequire = true\ntrusted_root = "instance.json"\n'
+    )
+    paths = signed_paths(world, world.stage("3.14.1"))
+    await world.ready_all("3.14.1")
+    plan = await world.say("hugo", "/publish 3.14.1")
+    assert plan.confirm is not None and plan.confirm.login_url is not None, plan.text
+    with urllib.request.urlopen(plan.confirm.login_url, timeout=10) as page:
+        login = page.read().decode().strip()
+    storage = world.storage
+    assert isinstance(storage, SftpStorage)
+    downloads_before = storage.requests["download"]
+
+    done = await world.say("hugo", plan.confirm.with_login(login))
+
+    assert done.text.startswith("Published 3.14.1:"), done.text
+    public = world.public_files()
+    for path in paths:
+        for suffix in ("", ".sig", ".crt", ".sigstore"):
+            assert f"3.14.1/{path}{suffix}" in public, path + suffix
+    assert storage.requests["download"] == downloads_before  # signed digests, read nothing
+    assert not list((tmp_path / "data").rglob("*.tmp"))
