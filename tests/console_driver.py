@@ -53,7 +53,8 @@ def publish_through_console(
             break
     else:
         bot.kill()
-        raise AssertionError("no confirm line in:\n" + "".join(seen))
+        _, err = bot.communicate(timeout=60)
+        raise AssertionError("no confirm line in:\n" + "".join(seen) + "\nstderr:\n" + err)
     if at_plan is not None:
         at_plan()
     out, err = bot.communicate(match.group(0) + "\n", timeout=timeout)
