@@ -131,7 +131,7 @@ def test_the_audit_trail_keeps_no_code_nor_anything_typed_after_it() -> None:
 
     assert _redact("/publish 3.14.1 confirm K7Q2XF3M") == "/publish 3.14.1 confirm <code>"
     assert _redact("/publish 3.14.1 CONFIRM K7Q2XF3M 4/0AfJohX") == (
-        "/publish 3.14.1 CONFIRM <code> <code>"  # a login code after it is a secret too
+        "/publish 3.14.1 CONFIRM <code> <login>"  # a login code after it is a secret too
     )
     long = _redact("/publish 3.14.1 confirm " + "K7Q2XF3M" * 40)
     assert "K7Q2" not in long  # redacted, then cut

@@ -450,5 +450,5 @@ async def test_a_waiver_on_a_release_nobody_staged_is_refused_and_records_nothin
 ) -> None:
     reply = await world.say("hugo", "/waive 3.14.77 macos not this time")
 
-    assert reply.private and "not a release anyone has staged or acted on" in reply.text
+    assert reply.private and "No release 3.14.77 is known" in reply.text
     assert world.store.tags() == []

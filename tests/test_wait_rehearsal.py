@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 from tests.sshd import free_port
 from tests.waiting import Drained, wait_until
 
@@ -62,7 +62,8 @@ class Rehearsal:
 
                 [people.ned]
                 roles = ["macos"]
-            """),
+            """)
+            + NO_SIGNATURES,
             encoding="utf-8",
         )
         self.bot: subprocess.Popen[str] | None = None

@@ -59,11 +59,7 @@ async def _set(s: Services, person: str, tag: ReleaseTag, words: str, state: Rel
         )
     if problem := words_problem(words):
         raise Refusal(problem)
-    if tag not in s.store.open_tags() and (await s.observer.list_staging(tag) is None):
-        raise Refusal(
-            f"{tag} is not a release anyone has staged or acted on; check the tag "
-            "(/status lists the open releases)."
-        )
+    await s.require_known(tag)
     if not _frame(s, tag).wants_words:
         raise Refusal(
             "The announcement's template has no {words}, so your words would not be posted; "

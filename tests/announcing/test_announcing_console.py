@@ -21,7 +21,7 @@ from tests.console_driver import RELBOT, publish_through_console
 from tests.doubles.discourse import DiscourseDouble
 from tests.doubles.downloads import PublicSite
 from tests.doubles.pydotorg import PydotorgDouble
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 from tests.waiting import Drained, wait_until
 
 TAG = "3.14.1"
@@ -77,9 +77,11 @@ def services(tmp_path: Path) -> Iterator[Services]:
             [people.hugo]
             rm = ["3.14"]
             roles = ["source", "docs", "windows", "macos"]
-            """),
+            """)
+            + NO_SIGNATURES,
             encoding="utf-8",
         )
+        public.mkdir(parents=True)  # `relbot run` creates no folder
         stage_demo(tmp_path / "relbot-data" / "staging", load_profile("cpython"))
         yield Services(api, forum, site)
 
