@@ -10,14 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Self
 
 import httpx
 
 from bot.domain.profile import Profile, expand
 from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
-from bot.http_client import HttpClient, RetryPolicy
+from bot.http_client import HttpClient, HttpService, RetryPolicy
 
 _log = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ class PurgeReport:
         return not self.failed
 
 
-class CdnPurger:
+class CdnPurger(HttpService):
     """Sends HTTP ``PURGE`` to each URL template expanded for a tag.
 
     Placeholders: ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}`` (3.14) and
@@ -88,16 +87,6 @@ class CdnPurger:
 
     def __repr__(self) -> str:
         return f"CdnPurger({len(self.templates)} URL templates)"
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def urls(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> list[str]:
         """The URLs purged for ``tag``, in order, without duplicates; then, for each public

@@ -12,13 +12,13 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import logging
-from typing import Final, Self
+from typing import Final
 
 import httpx
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.errors import DownloadsError
-from bot.http_client import HttpClient, RetryPolicy
+from bot.http_client import HttpClient, HttpService, RetryPolicy
 from bot.pinning import listing
 from bot.ports import DownloadsReport
 
@@ -28,7 +28,7 @@ BUNDLE_SUFFIX: Final = ".sigstore"
 _CHUNK: Final = 1 << 20
 
 
-class DownloadsCheck:
+class DownloadsCheck(HttpService):
     """Fetches the published files from ``base_url`` (the public folder's URL, ending in
     ``/``). Blocking: run it in a worker thread."""
 
@@ -50,16 +50,6 @@ class DownloadsCheck:
 
     def __repr__(self) -> str:
         return f"DownloadsCheck({self.base_url!r})"
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def check(self) -> list[str]:
         """For ``relbot check``: whether the public folder's URL answers (one GET)."""

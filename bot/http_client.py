@@ -163,3 +163,20 @@ def _retry_after(response: httpx.Response) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return (when - datetime.now(UTC)).total_seconds()
+
+
+class HttpService:
+    """A client of one outside service over one :class:`HttpClient` (``self._http``):
+    closed once, usable in a ``with`` block."""
+
+    _http: HttpClient
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

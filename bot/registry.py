@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Self
+from typing import Any, Final
 
 import httpx
 
@@ -32,7 +32,7 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
-from bot.http_client import HttpClient, OtherOrigin, RetryPolicy
+from bot.http_client import HttpClient, HttpService, OtherOrigin, RetryPolicy
 from bot.ports import RegistryReport
 
 _log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class _ReleaseTarget:
     os_uris: Mapping[str, str]
 
 
-class PydotorgRegistry:
+class PydotorgRegistry(HttpService):
     """python.org's release database through API v1 (``Authorization: ApiKey user:key``).
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
@@ -96,16 +96,6 @@ class PydotorgRegistry:
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- the port
 

@@ -17,7 +17,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Self
+from typing import Any, Final
 
 import httpx
 
@@ -25,7 +25,7 @@ from bot.domain.profile import Profile
 from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, TagError
-from bot.http_client import HttpClient, OtherOrigin, RetryPolicy
+from bot.http_client import HttpClient, HttpService, OtherOrigin, RetryPolicy
 from bot.ports import ReleasePageReport
 
 _log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def v2_url(v1_url: str) -> str:
     return str(httpx.URL(base).join("../v2/"))
 
 
-class ReleasePageClient:
+class ReleasePageClient(HttpService):
     """python.org's Release records through API v2 (``api_url``: ``…/api/v2/``).
 
     ``token`` is read from the environment by the caller; ``token_source`` names where it
@@ -74,16 +74,6 @@ class ReleasePageClient:
 
     def __repr__(self) -> str:
         return f"ReleasePageClient(api_url={self._api_url!r})"
-
-    def close(self) -> None:
-        """Close the HTTP connections."""
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- the port
 
