@@ -78,12 +78,19 @@ class Reporter:
         if (told := self._told.get(str(tag))) is not None:
             told.pipeline_trouble = ""
 
-    async def publish_stopped(self, tag: ReleaseTag, text: str, mentions: Sequence[str]) -> None:
-        """Tell the channel why a publish stopped, once per new reason."""
+    async def publish_stopped(self, tag: ReleaseTag, text: str, mentions: Sequence[str]) -> bool:
+        """Tell the channel why a publish stopped, once per new reason; whether it was told
+        now."""
         told = self._told.setdefault(str(tag), Told())
-        if told.pipeline_trouble != text:
-            told.pipeline_trouble = text
-            await self.notice(tag, text, mentions=mentions)
+        if told.pipeline_trouble == text:
+            return False
+        told.pipeline_trouble = text
+        await self.notice(tag, text, mentions=mentions)
+        return True
+
+    def remember_trouble(self, tag: ReleaseTag, text: str) -> None:
+        """What a publish stopped on, told before (by this process or before a restart)."""
+        self._told.setdefault(str(tag), Told()).pipeline_trouble = text
 
     async def summary(self, readiness: Readiness, state: ReleaseState) -> None:
         """Post the release's summary, or edit it in place; nothing when it reads the same."""

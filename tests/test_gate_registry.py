@@ -13,6 +13,7 @@ from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.http_client import RetryPolicy
 from bot.messages import ChannelKind
+from bot.pipeline import PIPELINE
 from bot.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.console_driver import publish_through_console
@@ -88,7 +89,7 @@ async def test_registration_failing_midway_resumes_and_completes_exactly_once(
     await world.gate.scan()
     assert len(api.files("Python 3.14.1")) == 12
     assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
-    assert world.events("3.14.1", EventKind.STEP_DONE).count("step-done") == 4
+    assert world.events("3.14.1", EventKind.STEP_DONE).count("step-done") == len(PIPELINE)
     assert len(world.chat.texts(ChannelKind.ANNOUNCEMENT)) == 1
     assert 0 not in api.counts_after_writes("Python 3.14.1")
 

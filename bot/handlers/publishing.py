@@ -1,20 +1,22 @@
 """``/publish TAG``, ``/publish TAG confirm CODE`` and ``/abort TAG``: an RM's plan, its
-confirmation (freeze the files, then run the pipeline) and cancelling it while nothing is
-public."""
+confirmation (journaled, then the pipeline: the bot's copies first) and cancelling it while
+nothing is public. While a publish that made files public is stopped, the same two commands
+are its way out (:mod:`bot.handlers.finishing`)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from dataclasses import replace
 
-from bot import index_publishing
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code
 from bot.domain.history import EventKind, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import StorageError
+from bot.handlers import finishing
 from bot.messages import ConfirmPrompt, Reply, Tone
 from bot.pinning import listing
 from bot.refusals import CodeRefused, Refusal, refuse_unless
@@ -28,6 +30,25 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
     """Offer the plan and a confirmation code (stored hashed) that expires."""
     tag = command.tag
     refuse_unless(authority.may_publish(s.team, person, tag))
+    if state.publishing is not None:  # stopped with files public: the way to finish it
+        plan, what = await finishing.finishing_plan(s, state)
+        code = s.new_code()
+        timeout = s.config.model.confirm_timeout
+        s.store.append(
+            tag,
+            person,
+            EventKind.PLANNED,
+            code_hash=hash_code(code),
+            expires_at=s.clock() + timeout,
+            plan=plan_to_json(plan),
+        )
+        prompt = ConfirmPrompt(str(tag), code)
+        return Reply(
+            f"{s.reporter.trouble(tag)}\nTo {what}, confirm within {max(1, timeout // 60)} "
+            f"minutes: {prompt.line}",
+            plan=plan,
+            confirm=prompt,
+        )
     plan = await s.publishable_plan(tag, state)
     code = s.new_code()
     timeout = s.config.model.confirm_timeout
@@ -60,8 +81,8 @@ def code_refusal(tag: ReleaseTag, problem: CodeProblem) -> str:
 
 
 async def confirm(s: Services, person: str, command: cmd.Confirm, state: ReleaseState) -> Reply:
-    """Check the code and that staging still is the plan, journal the confirmation, freeze
-    the files and run the pipeline."""
+    """Check the code and that staging still is the plan, journal the confirmation, and run
+    the pipeline (the bot copies the confirmed files first)."""
     tag = command.tag
     refuse_unless(authority.may_publish(s.team, person, tag))
     code_hash = hash_code(command.code)
@@ -70,7 +91,11 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     if problem is not None:
         raise CodeRefused(code_refusal(tag, problem))
     assert state.offer is not None
-    plan = await s.publishable_plan(tag, state)
+    finishing_publish = state.publishing is not None
+    if finishing_publish:
+        plan, _ = await finishing.finishing_plan(s, state)
+    else:
+        plan = await s.publishable_plan(tag, state)
     if plan.digest != state.offer.plan.digest:
         changed = plan_difference(state.offer.plan, plan)
         raise Refusal(
@@ -78,88 +103,85 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         )
     if trouble := await s.reporter.storage_trouble():
         raise Refusal(f"{trouble} Nothing was published.")
-    # Journal the confirmation first: from here on, every resume pins to this plan.
-    before = await asyncio.to_thread(s.conn.storage.in_public, plan)
-    s.store.append(
-        tag,
-        person,
-        EventKind.CONFIRMED,
-        code_hash=code_hash,
-        digest=plan.digest,
-        public_before=before,
-    )
-    verified = await freeze(s, person, tag, plan, again)
-    await s.pipeline.run(s.store.release(tag), verified=verified)
-    done = s.store.release(tag)
-    if len(done.public_files) == len(state.public_files):  # not (yet) published
-        return Reply(
-            f"Publishing {tag} did not finish; the channel has the reason and it "
-            "resumes by itself once the cause is fixed.",
-            Tone.REFUSAL,
-            refusal="publish_stopped",
+    if finishing_publish:
+        await _copy_restaged(s, tag, plan, state)
+        assert state.publishing is not None
+        left = sorted({f.path for f in state.publishing.files} - {f.path for f in plan.files})
+        s.store.append(
+            tag,
+            person,
+            EventKind.CONFIRMED,
+            code_hash=code_hash,
+            digest=plan.digest,
+            finishing=True,
+            left_out=left,
         )
-    return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
-
-
-async def freeze(s: Services, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:
-    """Move the confirmed files out of the uploaders' reach and hash them there (the
-    confirmation's fresh hash). True when they are exactly the plan; a difference puts
-    them back and refuses. A storage fault leaves the freeze to the resumed promotion."""
-    storage = s.conn.storage
-    try:
-        problems = await asyncio.to_thread(storage.freeze, plan)
-    except StorageError as err:
-        log.warning("freezing %s failed: %s", tag, err)
-        return False
-    if not problems:
-        return True
-    try:
-        clashes = await asyncio.to_thread(storage.thaw, plan)
-    except StorageError as err:  # the publish stays pinned and stopped: /abort retries
-        raise Refusal(
-            f"Staging changed since the plan ({', '.join(problems)}); nothing was "
-            f"published, but putting the files back failed ({err}); /abort {tag} retries."
-        ) from err
-    reason = f"staging changed since the plan ({', '.join(problems)})"
-    s.store.append(tag, person, EventKind.ABORTED, reason=reason)
-    kept = f"; {listing(clashes)} stayed frozen (a newer upload has its name)" if clashes else ""
-    raise Refusal(
-        f"Staging changed since the plan ({', '.join(problems)}); nothing was "
-        f"published{kept}, {again}."
+    else:
+        # Journal the confirmation first: from here on, every resume pins to this plan.
+        before = await asyncio.to_thread(s.conn.storage.in_public, plan)
+        s.store.append(
+            tag,
+            person,
+            EventKind.CONFIRMED,
+            code_hash=code_hash,
+            digest=plan.digest,
+            public_before=before,
+        )
+    s.reporter.clear_trouble(tag)
+    outcome = await s.pipeline.run(s.store.release(tag))
+    if outcome.published:
+        return Reply(f"Published {tag}: {len(plan.files)} files are public.", Tone.SUCCESS)
+    return Reply(
+        f"Publishing {tag} did not finish. {outcome.text}",
+        Tone.REFUSAL,
+        refusal="publish_stopped",
     )
+
+
+async def _copy_restaged(
+    s: Services, tag: ReleaseTag, plan: PublishPlan, state: ReleaseState
+) -> None:
+    """A finishing plan with a re-staged index: the bot copies it now, as at any
+    confirmation (the pipeline's freeze is done already)."""
+    assert state.publishing is not None
+    confirmed = {f.path: f.sha256 for f in state.publishing.files}
+    new = tuple(f for f in plan.replacements if confirmed.get(f.path) != f.sha256)
+    if not new:
+        return
+    problems = await asyncio.to_thread(
+        functools.partial(s.conn.storage.freeze, replace(plan, files=new), fresh=False)
+    )
+    if problems:
+        raise Refusal(
+            f"Staging changed since the plan ({', '.join(problems)}); nothing was published, "
+            f"type /publish {tag} for a new plan."
+        )
 
 
 async def abort(s: Services, person: str, command: cmd.Abort, state: ReleaseState) -> Reply:
-    """Put a confirmed publish's files back in staging, while none of them is public."""
+    """Cancel a confirmed publish while none of it is public: journaled first, then the
+    bot's copies are dropped (staging was never touched)."""
     tag = command.tag
     refuse_unless(authority.may_abort(s.team, person, tag))
     plan = state.publishing
     if plan is None:
         raise Refusal(f"{tag} has no confirmed publish to abort.")
-    public = await s.pipeline.made_public(state)
-    if public:
-        raise Refusal(
-            f"Publishing {tag} cannot be aborted: {listing(public)} "
-            f"{'is' if len(public) == 1 else 'are'} public already, and published files "
-            "are never taken back."
-        )
-    clashes = await asyncio.to_thread(s.conn.storage.thaw, plan)
-    await asyncio.to_thread(index_publishing.put_back, s.conn.storage, plan)
-    s.store.append(tag, person, EventKind.ABORTED, reason=f"aborted by {person} with /abort")
-    s.reporter.clear_trouble(tag)
-    kept = (
-        f"; {listing(clashes)} stayed in the bot's frozen area because a different file "
-        "with that name was uploaded since"
-        if clashes
-        else ""
-    )
-    await s.reporter.notice(tag, f"{person} aborted the publish of {tag}; nothing was made public.")
+    if state.aborting is None:
+        public = await s.pipeline.made_public(state)
+        if public:
+            way_out = f" {s.reporter.trouble(tag)}" if state.stopped is not None else ""
+            raise Refusal(
+                f"Publishing {tag} cannot be aborted: {listing(public)} "
+                f"{'is' if len(public) == 1 else 'are'} public already, and published files "
+                f"are never taken back.{way_out}"
+            )
+        # Journaled before anything is touched: a restart finishes the abort, never the
+        # publish.
+        s.store.append(tag, person, EventKind.ABORTING, reason=f"aborted by {person} with /abort")
+        state = s.store.release(tag)
+    text = await s.pipeline.abort(state, person)
     await s.refresh(tag)
-    return Reply(
-        f"Publishing {tag} was aborted: its files are back in staging{kept}; claims are "
-        f"unchanged and /publish {tag} works again.",
-        Tone.SUCCESS,
-    )
+    return Reply(text, Tone.SUCCESS)
 
 
 def plan_difference(old: PublishPlan, new: PublishPlan) -> str:

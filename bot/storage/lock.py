@@ -2,19 +2,23 @@
 
 The state file's lock stops two bots sharing a state file; two bots with different state
 files on the same staging and public folders would both publish. So ``relbot run`` also
-holds a lock in the staging root, for as long as it runs, and checks it is still the
-holder before every publish.
+holds a lock in the bot's work folder (``WORK/lock``, out of uploaders' reach), for as long
+as it runs, and checks it is still the holder before every publish.
 
-- Local folders: ``flock`` on ``STAGING/.relbot.lock``. The kernel drops it when the
-  process dies, so it is never stale.
+- Local folders: ``flock`` on the lock file. The kernel drops it when the process dies, so
+  it is never stale.
 - SFTP has no locks. The lock is a file created with ``O_EXCL`` (only one creator wins)
   that names its holder; the holder rewrites it on every scan (its heartbeat). A lock
   whose heartbeat is older than the holder's own ``stale_after`` (several poll intervals)
-  belongs to a bot that died: it is moved aside and taken. Before every publish the holder
-  reads the file again and refuses to publish unless it still names it, so only the bot
-  the file names publishes. Two bots may both believe they hold it for a while (a
-  heartbeat stalled past ``stale_after``, two take-overs at once, clocks further apart
-  than ``stale_after``); the check before a publish is what keeps that harmless.
+  belongs to a bot that died: it is moved aside and taken. A lock naming this host and this
+  state file is taken over at once: the process asking holds the state file's own lock
+  (``relbot run`` takes it first), which proves the holder named is gone (killed, or out of
+  memory) and lets the unit's restart resume a stopped publish without waiting. Before
+  every publish the holder reads the file again and refuses to publish unless it still
+  names it, so only the bot the file names publishes. Two bots may both believe they hold
+  it for a while (a heartbeat stalled past ``stale_after``, two take-overs at once, clocks
+  further apart than ``stale_after``); the check before a publish is what keeps that
+  harmless.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from bot.errors import StorageError, StorageLocked
 
-LOCK_NAME = ".relbot.lock"
 STALE_POLLS = 10  # heartbeats a holder may miss before its lock is taken
 MIN_STALE = 300.0  # seconds: a slow scan (hashing large files) is not a dead bot
 
@@ -65,6 +68,16 @@ class Holder:
             beat=now,
             stale_after=max(STALE_POLLS * poll_interval, MIN_STALE),
             token=secrets.token_hex(8),
+        )
+
+    def outlives(self, other: Holder) -> bool:
+        """Whether ``other`` must be dead because this holder replaced it: it names this
+        host and this state file, whose own lock this process holds (``relbot run`` takes
+        it before the storage lock), so no other live process can be that holder."""
+        return (
+            other.token != self.token
+            and other.host == self.host
+            and os.path.realpath(other.state) == os.path.realpath(self.state)
         )
 
     def describe(self) -> str:
@@ -135,22 +148,22 @@ def locked_message(where: str, holder: Holder | None) -> str:
 
 
 class LocalLease:
-    """``flock`` on a file in the staging root."""
+    """``flock`` on the lock file in the bot's work folder (made and checked by the
+    storage before the lease is taken)."""
 
-    def __init__(self, staging: Path, holder: Holder) -> None:
-        self.path = staging / LOCK_NAME
+    def __init__(self, path: Path, holder: Holder) -> None:
+        self.path = path
         self.holder = holder
         self._fd: int | None = None
 
     def acquire(self) -> None:
         """Take the lock now or raise :class:`StorageLocked` naming the holder."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except OSError as err:
             raise StorageError(
-                f"storage.staging: cannot create the storage lock {self.path} "
-                f"({err.strerror}); staging must be a folder this user can write."
+                f"storage.work: cannot create the storage lock {self.path} "
+                f"({err.strerror}); the work folder must be one this user can write."
             ) from err
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -187,14 +200,14 @@ class SftpLease:
 
     def __init__(
         self,
-        staging: str,
+        path: str,
         where: str,
         holder: Holder,
         call: Callable[[str, Callable[[paramiko.SFTPClient], None]], None],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = f"{staging.rstrip('/')}/{LOCK_NAME}"
-        self.where = f"{where}:{staging}"
+        self.path = path
+        self.where = f"{where}:{path.rsplit('/', 1)[0]}"
         self.holder = holder
         self._call = call
         self._clock = clock
@@ -225,7 +238,9 @@ class SftpLease:
                 )
             if holder.token == self.holder.token:
                 return
-            if self._clock() - holder.beat <= holder.stale_after:
+            if not self.holder.outlives(holder) and (
+                self._clock() - holder.beat <= holder.stale_after
+            ):
                 raise StorageLocked(locked_message(self.where, holder))
             # Abandoned: move it aside under a name only we use, then take it.
             aside = f"{self.path}.stale-{self.holder.token}"
@@ -262,7 +277,7 @@ class SftpLease:
                 f.write(self.holder.to_bytes())
         except FileNotFoundError as err:
             raise StorageError(
-                f"storage.staging: {self.where} does not exist; create it (relbot check does)."
+                f"storage.work: {self.where} does not exist; relbot check says what to do."
             ) from err
         except OSError:
             return False  # it exists (SFTP v3 says only "failure")

@@ -37,7 +37,7 @@ class RemoteHasher:
         if not todo:
             return result
         if self.link.exec_allowed(conn):
-            for chunk in _chunks(todo):
+            for chunk in chunks(todo):
                 result.update(self._on_server(conn, chunk))
         else:
             for path in todo:
@@ -117,7 +117,7 @@ class RemoteHasher:
     # -- exec ------------------------------------------------------------------------------
 
 
-def _chunks(paths: list[str]) -> Iterable[list[str]]:
+def chunks(paths: list[str]) -> Iterable[list[str]]:
     """Split paths so each hashing command stays well below the argument limit."""
     chunk: list[str] = []
     size = 0

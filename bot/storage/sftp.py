@@ -5,10 +5,11 @@ listings are one ``listdir_attr`` per folder, digests are ``sha256sum`` over an 
 channel, and a promotion is a folder rename or one shell batch of no-clobber moves.
 
 The class composes concepts that live in their own modules: the connection
-(:mod:`bot.storage.ssh`), server-side hashing (:mod:`bot.storage.remote_hash`), the
-freezer's and promoter's primitives (:mod:`bot.storage.sftp_fs`), listing and small files
-(:mod:`bot.storage.sftp_files`), the aside area (:mod:`bot.storage.sftp_aside`) and the
-check (:mod:`bot.storage.sftp_check`). It keeps the calls tests override to inject faults.
+(:mod:`bot.storage.ssh`), server-side hashing and copying (:mod:`bot.storage.remote_hash`,
+:mod:`bot.storage.remote_copy`), the primitives the freeze, the promotion and the aside area
+are written over (:mod:`bot.storage.sftp_fs`), listing and small files
+(:mod:`bot.storage.sftp_files`) and the check (:mod:`bot.storage.sftp_check`). It keeps the
+calls tests override to inject faults.
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.ports import PromotionReport
-from bot.storage import freezer, promotion, sftp_aside, sftp_files
-from bot.storage.aside import ASIDE_FOLDER
+from bot.storage import aside, freezer, promotion, sftp_files
 from bot.storage.lock import Holder, SftpLease
-from bot.storage.primitives import Places
+from bot.storage.primitives import Places, default_work
 from bot.storage.promotion import Touched
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.sftp_check import check_server
@@ -41,6 +41,7 @@ from bot.storage.ssh import (
     SshLink,
     SshRefused,
 )
+from bot.storage.workarea import check_work
 
 __all__ = ["HostKeyRejected", "SftpStorage", "SshRefused"]
 
@@ -69,10 +70,12 @@ class SftpStorage:
         *,
         passphrase: str | None = None,
         group: str | None = None,
+        work: str | None = None,
         connect_timeout: float = 10.0,
         io_timeout: float = 300.0,
     ) -> None:
-        for name, folder in (("staging", staging), ("public", public)):
+        work = work if work is not None else default_work(public)
+        for name, folder in (("staging", staging), ("public", public), ("work", work)):
             if not posixpath.isabs(folder):
                 raise StorageError(
                     f"storage.{name}: {folder!r} must be an absolute path on the server."
@@ -84,7 +87,9 @@ class SftpStorage:
         self.known_hosts = known_hosts
         self.staging = posixpath.normpath(staging)
         self.public = posixpath.normpath(public)
+        self.work = posixpath.normpath(work)
         self.group = group
+        self._places = Places(self.staging, self.public, self.work)
         self.connect_timeout = connect_timeout
         self.io_timeout = io_timeout
         self.requests: Counter[str] = Counter()
@@ -174,33 +179,42 @@ class SftpStorage:
             return [str(err)]
 
     def lock(self, holder: Holder) -> SftpLease:
-        """A lock file in staging with a heartbeat (SFTP has no locks): see bot.storage.lock."""
+        """A lock file in the work folder with a heartbeat (SFTP has no locks): see
+        bot.storage.lock."""
 
         def call(what: str, op: Callable[[paramiko.SFTPClient], None]) -> None:
             self._ssh.call(what, lambda conn: op(conn.sftp))
 
-        lease = SftpLease(self.staging, self.where, holder, call)
+        self._ssh.call(
+            "take the storage lock",
+            lambda conn: check_work(SftpFs(self, conn), self._places, create=True),
+        )
+        lease = SftpLease(self._places.lock, self.where, holder, call)
         lease.acquire()
         return lease
 
     # -- promotion -------------------------------------------------------------------------
 
-    def freeze(self, plan: PublishPlan) -> list[str]:
-        """Move the plan's staged files into the bot's area on the server and hash them
-        there; returns what differs from the plan (see :mod:`bot.storage.freezer`)."""
-
-        def op(conn: Connection) -> list[str]:
-            fs = SftpFs(self, conn)
-            freezer.freeze(fs, self._places, plan, fresh=True)
-            return freezer.frozen_problems(fs, self._places, plan)
-
-        return self._ssh.call(f"freeze {plan.tag}", op)
-
-    def thaw(self, plan: PublishPlan) -> list[str]:
-        """Put frozen files back in staging; returns the files that clashed."""
+    def freeze(self, plan: PublishPlan, *, fresh: bool = True) -> list[str]:
+        """Copy the plan's staged files into the bot's work folder on the server, hashing
+        each copy there; returns what differs from the plan (see bot.storage.freezer)."""
         return self._ssh.call(
-            f"put back {plan.tag}",
-            lambda conn: freezer.thaw(SftpFs(self, conn), self._places, plan),
+            f"copy the files of {plan.tag}",
+            lambda conn: freezer.freeze(SftpFs(self, conn), self._places, plan, fresh=fresh),
+        )
+
+    def discard(self, tag: ReleaseTag) -> None:
+        """Drop the bot's copies of ``tag``."""
+        self._ssh.call(
+            f"drop the copies of {tag}",
+            lambda conn: freezer.discard(SftpFs(self, conn), self._places, tag),
+        )
+
+    def tidy(self, plan: PublishPlan) -> list[str]:
+        """Remove the staged originals unchanged since the copy; returns those left."""
+        return self._ssh.call(
+            f"tidy staging of {plan.tag}",
+            lambda conn: freezer.tidy(SftpFs(self, conn), self._places, plan),
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
@@ -209,31 +223,15 @@ class SftpStorage:
             lambda conn: freezer.targets_in_public(SftpFs(self, conn), self._places, plan),
         )
 
-    def verify_public(self, plan: PublishPlan) -> list[str]:
-        return self._ssh.call(
-            f"check {self.public}",
-            lambda conn: freezer.public_problems(SftpFs(self, conn), self._places, plan),
-        )
-
-    def promote(
-        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
-    ) -> PromotionReport:
-        """Make the plan's frozen files public (see :func:`bot.storage.promotion.promote`);
+    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+        """Make the bot's copies public (see :func:`bot.storage.promotion.promote`);
         :class:`StagingUnreachable` when the connection drops (run it again)."""
         return self._ssh.call(
             f"publish {plan.tag}",
             lambda conn: promotion.promote(
-                SftpFs(self, conn),
-                self._places,
-                plan,
-                verified=verified,
-                public_before=public_before,
+                SftpFs(self, conn), self._places, plan, public_before=public_before
             ),
         )
-
-    @property
-    def _places(self) -> Places:
-        return Places(self.staging, self.public)
 
     def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         """The per-file batch of moves (see :func:`bot.storage.sftp_fs.run_moves`)."""
@@ -255,29 +253,27 @@ class SftpStorage:
 
     def read_public(self, path: str, limit: int) -> bytes | None:
         """A small file under the public root, whole, or None when absent."""
-        return sftp_aside.read_public(self, path, limit)
-
-    def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file of the release to the bot's aside folder (see sftp_aside)."""
-        sftp_aside.set_aside(self, tag, path)
-
-    def put_back(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file set aside back into the release's staging folder."""
-        sftp_aside.put_back(self, tag, path)
+        return self._ssh.call(
+            f"read {path} in {self.public}",
+            lambda conn: aside.read_public(SftpFs(self, conn), self._places, path, limit),
+        )
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
-        return sftp_aside.read_aside(self, tag, path, limit)
+        return self._ssh.call(
+            f"read the bot's copy of {path}",
+            lambda conn: aside.read_aside(SftpFs(self, conn), self._places, tag, path, limit),
+        )
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
-        """Replace the public ``target`` with the file set aside, by one rename."""
-        sftp_aside.replace_public(self, tag, path, target)
+        """Replace the public ``target`` with the bot's copy of ``path``, by one rename."""
+        self._ssh.call(
+            f"replace {target} in {self.public}",
+            lambda conn: aside.replace_public(SftpFs(self, conn), self._places, tag, path, target),
+        )
 
     def _replace(self, conn: Connection, source: str, target: str) -> None:
         self.requests["rename"] += 1
         conn.sftp.posix_rename(source, target)
-
-    def _aside(self, tag: ReleaseTag) -> str:
-        return posixpath.join(self.staging, ASIDE_FOLDER, str(tag))
 
     # -- round trips, kept on the class so tests can override them ------------------------
 

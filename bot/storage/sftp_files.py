@@ -101,28 +101,12 @@ def read(storage: SftpStorage, tag: ReleaseTag, path: str, limit: int) -> bytes:
     full = inside(storage._release(tag), path)
 
     def op(conn: Connection) -> bytes:
-        data = read_small(storage, conn, full, limit)
+        data = SftpFs(storage, conn).read_small(full, limit)
         if data is None:
             raise StorageError(f"{path} is not a regular file in {storage._release(tag)}.")
         return data
 
     return storage._ssh.call(f"read {full}", op)
-
-
-def read_small(storage: SftpStorage, conn: Connection, path: str, limit: int) -> bytes | None:
-    """A small file on the server, whole, or None when absent (never through a symlink);
-    StorageError when it is not a regular file or larger than ``limit`` bytes."""
-    attr = storage._lstat(conn, path)
-    if attr is None:
-        return None
-    if not stat.S_ISREG(attr.st_mode or 0):
-        raise StorageError(f"{path} on {storage.where} is not a regular file.")
-    storage.requests["read"] += 1
-    with conn.sftp.open(path, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise StorageError(f"{path} on {storage.where} is larger than {limit:,} bytes.")
-    return data
 
 
 def write(

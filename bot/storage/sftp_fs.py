@@ -8,6 +8,7 @@ primitives here call them there.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import posixpath
 import shlex
@@ -23,8 +24,10 @@ from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile
 from bot.errors import StorageError
 from bot.storage.listing import empty_folder, odd_name, unreadable_folder
-from bot.storage.primitives import Entry
+from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Stamp
 from bot.storage.promotion import Move, Touched, join
+from bot.storage.remote_copy import copy_on_server, parse_stamp, stamp_command
+from bot.storage.remote_hash import chunks
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
 
 if TYPE_CHECKING:
@@ -61,15 +64,20 @@ class FileMove:
 
 
 class SftpFs:
-    """The freezer's primitives over one SFTP connection (hashes computed on the server)."""
+    """The primitives over one SFTP connection: hashing, copying and identities computed on
+    the server (one command per batch) where it lets the bot run commands."""
 
     def __init__(self, storage: SftpStorage, conn: Connection) -> None:
         self.storage = storage
         self.conn = conn
 
+    @property
+    def _exec(self) -> bool:
+        return self.storage._ssh.exec_allowed(self.conn)
+
     def uid(self) -> int:
         if self.conn.uid is None:
-            if self.storage._ssh.exec_allowed(self.conn):
+            if self._exec:
                 status, out, err = self.storage._ssh.exec(self.conn, "id -u")
                 if status != 0:
                     raise StorageError(f"Cannot learn the bot's uid: {first_line(err)}.")
@@ -81,18 +89,74 @@ class SftpFs:
 
     def lstat(self, path: str) -> Entry | None:
         attr = self.storage._lstat(self.conn, path)
-        return None if attr is None else Entry(attr.st_mode or 0, attr.st_uid or 0)
+        return None if attr is None else _entry(attr)
 
     def listdir(self, path: str) -> dict[str, Entry] | None:
         try:
             entries = self.storage._listdir(self.conn, path)
         except FileNotFoundError:
             return None
-        return {e.filename: Entry(e.st_mode or 0, e.st_uid or 0) for e in entries}
+        return {e.filename: _entry(e) for e in entries}
+
+    def identities(self, paths: Sequence[str]) -> dict[str, Entry | None]:
+        if not paths:
+            return {}
+        if not self._exec:  # SFTP's attributes: no inode, no link count
+            return {path: self.lstat(path) for path in paths}
+        lines = self._lines(paths, "stat -c '%f %u %s %i %h' -- \"$p\" 2>/dev/null || echo -")
+        found: dict[str, Entry | None] = {}
+        for path, line in zip(paths, lines, strict=True):
+            fields = line.split()
+            if len(fields) != 5:
+                found[path] = None
+                continue
+            mode, uid, size, ino, nlink = fields
+            found[path] = Entry(int(mode, 16), int(uid), int(size), int(ino), int(nlink))
+        return found
+
+    def stamps(self, paths: Sequence[str]) -> dict[str, Stamp | None]:
+        if not paths:
+            return {}
+        found: dict[str, Stamp | None] = {}
+        if not self._exec:  # no inode, no ctime: only a hash can tell a rewrite
+            for path in paths:
+                attr = self.storage._lstat(self.conn, path)
+                regular = attr is not None and stat.S_ISREG(attr.st_mode or 0)
+                found[path] = (
+                    Stamp(None, attr.st_size or 0, int(attr.st_mtime or 0) * 10**9, None)
+                    if attr is not None and regular
+                    else None
+                )
+            return found
+        for path, line in zip(paths, self._lines(paths, stamp_command()), strict=True):
+            found[path] = parse_stamp(line)
+        return found
+
+    def _lines(self, paths: Sequence[str], command: str) -> list[str]:
+        """One line of ``command`` (shell, the path in ``$p``) per path, in one command on
+        the server per batch."""
+        lines: list[str] = []
+        for chunk in chunks(list(paths)):
+            quoted = " ".join(shlex.quote(p) for p in chunk)
+            status, out, err = self.storage._ssh.exec(
+                self.conn, f"export LC_ALL=C; for p in {quoted}; do {command}; done"
+            )
+            got = out.decode(errors="replace").splitlines()
+            if status != 0 or len(got) != len(chunk):
+                raise StorageError(
+                    f"Cannot look at files on {self.storage.where}: "
+                    f"{first_line(err) or 'unexpected output'}."
+                )
+            lines += got
+        return lines
 
     def rename(self, source: str, target: str) -> None:
         self.storage.requests["rename"] += 1
         self.conn.sftp.rename(source, target)
+
+    def replace(self, source: str, target: str) -> None:
+        self.storage.requests["rename"] += 1
+        self.conn.sftp.posix_rename(source, target)
 
     def link(self, source: str, target: str) -> None:
         try:
@@ -109,8 +173,11 @@ class SftpFs:
     def link_public(self, source: str, target: str) -> None:
         self.link(source, target)
 
+    def replace_public(self, source: str, target: str) -> None:
+        self.storage._replace(self.conn, source, target)
+
     def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
-        if not self.storage._ssh.exec_allowed(self.conn):
+        if not self._exec:
             return False
         batch = [
             FileMove(
@@ -123,19 +190,17 @@ class SftpFs:
         return self.storage._run_batch(self.conn, batch, touched)
 
     def finish(self, touched: Touched) -> None:
-        """After the moves, in one command: flush the public folders' new entries and fix
-        permissions. Failures are logged, not raised: the files are public by now."""
-        if not self.storage._ssh.exec_allowed(self.conn):
-            if self.storage.group is not None:
-                self._fix_modes_by_sftp(touched)
-            return
+        """After the moves, in one command: flush the public folders' new entries and give
+        them the configured group. Failures are logged, not raised: the files are public."""
+        if not self._exec:
+            return  # SFTP knows no group names: the group needs exec
         q = shlex.quote
         commands = []
         folders = {posixpath.dirname(p) for p in [*touched.trees, *touched.files]}
         if folders:
             commands.append(f"sync -- {' '.join(q(f) for f in sorted(folders))}")
         if self.storage.group is not None:
-            commands += _permission_commands(touched, self.storage.group)
+            commands += _group_commands(touched, self.storage.group)
         if not commands:
             return
         status, _out, err = self.storage._ssh.exec(
@@ -143,27 +208,6 @@ class SftpFs:
         )
         if status != 0:
             log.warning("Finishing the publication on %s: %s", self.storage.where, first_line(err))
-
-    def _fix_modes_by_sftp(self, touched: Touched) -> None:
-        """Without exec only modes can be fixed (SFTP knows no group names)."""
-        paths = [*touched.files, *sorted(touched.folders)]
-        for tree in touched.trees:
-            paths += [tree, *self.folders(tree)]
-            paths += [inside(tree, p) for p, f in self.walk(tree, "") if f.regular]
-        for path in paths:
-            attr = self.storage._lstat(self.conn, path)
-            if attr is None or attr.st_mode is None:
-                continue
-            kind = stat.S_IFMT(attr.st_mode)
-            want = 0o775 if kind == stat.S_IFDIR else 0o664
-            if kind in (stat.S_IFDIR, stat.S_IFREG) and stat.S_IMODE(attr.st_mode) & 0o777 != want:
-                try:
-                    self.storage.requests["chmod"] += 1
-                    self.conn.sftp.chmod(path, (stat.S_IMODE(attr.st_mode) & 0o7000) | want)
-                except OSError as err:
-                    if not self.conn.alive:
-                        raise
-                    log.warning("Could not chmod %s on %s: %s", path, self.storage.where, err)
 
     def walk(self, folder: str, prefix: str) -> list[tuple[str, StagedFile]]:
         """One ``listdir_attr`` per folder; entries carry ``lstat`` attributes. A sub-folder
@@ -189,18 +233,28 @@ class SftpFs:
             found.append((path, StagedFile(path, size, mtime, regular, links=links)))
         return found
 
-    def folders(self, folder: str) -> list[str]:
-        """Every folder below ``folder``."""
-        found = []
-        for entry in self.storage._listdir(self.conn, folder):
-            if stat.S_ISDIR(entry.st_mode or 0):
-                inner = posixpath.join(folder, entry.filename)
-                found += [inner, *self.folders(inner)]
-        return found
-
     def remove(self, path: str) -> None:
         self.storage.requests["remove"] += 1
         self.conn.sftp.remove(path)
+
+    def remove_tree(self, path: str) -> None:
+        entries = self.listdir(path)
+        if entries is None:
+            return
+        if self._exec:
+            status, _out, err = self.storage._ssh.exec(self.conn, f"rm -rf -- {shlex.quote(path)}")
+            if status != 0:
+                raise StorageError(
+                    f"Cannot remove {path} on {self.storage.where}: {first_line(err)}."
+                )
+            return
+        for name, entry in entries.items():
+            inner = posixpath.join(path, name)
+            if entry.is_dir:
+                self.remove_tree(inner)
+            else:
+                self.remove(inner)
+        self.rmdir(path)
 
     def rmdir(self, path: str) -> bool:
         try:
@@ -219,6 +273,69 @@ class SftpFs:
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
         return self.storage._hasher.hash(self.conn, paths, cache=False)
+
+    def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
+        if not self._exec:
+            return [self._stream(job) for job in jobs]
+        return copy_on_server(self.storage._ssh, self.conn, jobs)
+
+    def _stream(self, job: CopyJob) -> Copied:
+        """Without exec: the bytes come through the bot and go back, hashed as they are
+        written (slow, but the copy is still the bot's and its hash is of what it wrote)."""
+        sftp = self.conn.sftp
+        before = self.storage._lstat(self.conn, job.source)
+        if before is None:
+            return Copied("is missing")
+        if not stat.S_ISREG(before.st_mode or 0):
+            return Copied("is not a regular file")
+        part = f"{job.target}.part"
+        h = hashlib.sha256()
+        self.storage.requests["download"] += 1
+        try:
+            with sftp.open(job.source, "rb") as src, sftp.open(part, "wb") as out:
+                opened = src.stat()
+                if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
+                    return Copied("is not a regular file")  # swapped since the lstat
+                src.prefetch(opened.st_size)
+                while chunk := src.read(1 << 20):
+                    h.update(chunk)
+                    out.write(chunk)
+            sftp.chmod(part, FILE_MODE)
+        except FileNotFoundError:
+            return Copied("is missing")
+        digest = h.hexdigest()
+        if digest != job.sha256:
+            sftp.remove(part)
+            return Copied("changed", digest)
+        sftp.posix_rename(part, job.target)
+        size, mtime = before.st_size or 0, int(before.st_mtime or 0) * 10**9
+        return Copied("", digest, Stamp(None, size, mtime, None), None)
+
+    def read_small(self, path: str, limit: int) -> bytes | None:
+        """A small file on the server, whole, or None when absent (never through a symlink);
+        StorageError when it is not a regular file or larger than ``limit`` bytes."""
+        attr = self.storage._lstat(self.conn, path)
+        if attr is None:
+            return None
+        if not stat.S_ISREG(attr.st_mode or 0):
+            raise StorageError(f"{path} on {self.storage.where} is not a regular file.")
+        self.storage.requests["read"] += 1
+        with self.conn.sftp.open(path, "rb") as f:
+            data: bytes = f.read(limit + 1)
+        if len(data) > limit:
+            raise StorageError(f"{path} on {self.storage.where} is larger than {limit:,} bytes.")
+        return data
+
+    def write_small(self, path: str, data: bytes) -> None:
+        temp = f"{path}.new"
+        self.storage.requests["write"] += 1
+        with self.conn.sftp.open(temp, "wb") as f:
+            f.write(data)
+        self.conn.sftp.posix_rename(temp, path)
+
+
+def _entry(attr: paramiko.SFTPAttributes) -> Entry:
+    return Entry(attr.st_mode or 0, attr.st_uid or 0, attr.st_size or 0)
 
 
 def run_moves(link: SshLink, conn: Connection, moves: list[FileMove]) -> bool:
@@ -282,24 +399,17 @@ def _move_scripts(moves: list[FileMove]) -> list[str]:
     return scripts
 
 
-def _permission_commands(touched: Touched, group: str) -> list[str]:
-    """Group ``group``, folders 775 and files 664, as today's tooling leaves them; only
-    what is not already right is changed (another RM may own a folder)."""
+def _group_commands(touched: Touched, group: str) -> list[str]:
+    """Group ``group`` on what this publish made public (the folders it renamed, the files it
+    linked), where it is not already. Modes stay the bot's (0444 files, 0755 folders): the
+    group may read, never write, a published byte. Folders the publish only added to are
+    left as they are (another RM may own them)."""
+    paths = [*touched.trees, *touched.files]
+    if not paths:
+        return []
     g = shlex.quote(group)
-    commands = []
-    for paths, depth in (
-        ([*touched.trees, *touched.files], ""),
-        (sorted(touched.folders), " -maxdepth 0"),
-    ):
-        if not paths:
-            continue
-        start = " ".join(shlex.quote(p) for p in paths) + depth  # absolute: never options
-        commands += [
-            f"find {start} ! -group {g} -exec chgrp {g} {{}} +",
-            f"find {start} \\( -type d \\( ! -perm -775 -o -perm /002 \\)"
-            " -exec chmod 775 {} + \\) -o \\( -type f ! -perm 664 -exec chmod 664 {} + \\)",
-        ]
-    return commands
+    start = " ".join(shlex.quote(p) for p in paths)  # absolute: never options
+    return [f"find {start} ! -group {g} -exec chgrp -h {g} {{}} +"]
 
 
 def read_folder(client: paramiko.SFTPClient, folder: str) -> list[paramiko.SFTPAttributes]:
