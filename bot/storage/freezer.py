@@ -41,15 +41,18 @@ MAX_SOURCES = 4 << 20  # the record of a release's originals: a few kB per hundr
 class Record:
     """What the bot keeps about its copies of one release, in its own area
     (``WORK/frozen/TAG/sources.json``): each staged original's :class:`Stamp` as the copy
-    found it, and the inode of each copy where the backend reports inodes."""
+    found it, the SHA-256 each copy was made with, and the inode of each copy where the
+    backend reports inodes."""
 
     sources: dict[str, Stamp | None] = field(default_factory=dict)
     copies: dict[str, int] = field(default_factory=dict)
+    sha256: dict[str, str] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         data = {
             "sources": {p: s.to_json() if s else None for p, s in sorted(self.sources.items())},
             "copies": dict(sorted(self.copies.items())),
+            "sha256": dict(sorted(self.sha256.items())),
         }
         return json.dumps(data, sort_keys=True).encode() + b"\n"
 
@@ -61,9 +64,14 @@ class Record:
             data = json.loads(raw)
             sources = {str(p): Stamp.from_json(s) for p, s in data["sources"].items()}
             copies = {str(p): int(i) for p, i in data["copies"].items()}
+            sha256 = {str(p): str(h) for p, h in data["sha256"].items()}
         except (ValueError, KeyError, TypeError, AttributeError):
-            return cls()  # unreadable: every original is then checked by its hash
-        return cls(sources, copies)
+            return cls()  # unreadable: every copy is made again, every original hashed
+        return cls(sources, copies, sha256)
+
+    def made(self, f: PlanFile) -> bool:
+        """Whether the copy of ``f`` in place was made for these bytes."""
+        return self.sha256.get(f.path) == f.sha256
 
 
 def read_record(fs: Primitives, places: Places, tag: object) -> Record:
@@ -99,7 +107,7 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
     for f in plan.files:
         copy = places.copy_of(plan, f)
         entry = listed.entry(copy)
-        if intact(entry, f, uid):
+        if intact(entry, f, uid) and record.made(f):
             continue
         if entry is not None:  # not a copy the bot finished: made again
             fs.remove(copy)
@@ -114,9 +122,12 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
             problems.append(f"{f.path} {copied.problem}")
             continue
         record.sources[f.path] = copied.source
+        record.sha256[f.path] = copied.sha256
+        record.copies.pop(f.path, None)
         if copied.copy_ino is not None:
             record.copies[f.path] = copied.copy_ino
     if jobs:
+        make_folders(fs, places.frozen(tag), places.frozen_area, FOLDER_MODE)
         fs.write_small(places.sources(tag), record.to_bytes())
     return problems
 
@@ -134,7 +145,11 @@ def frozen_problems(
         if entry is None:
             if listed.entry(places.target(f)) is None:
                 problems.append((f.path, f"the bot's copy of {f.path} is missing"))
-        elif not intact(entry, f, uid) or (None not in (known, entry.ino) and known != entry.ino):
+        elif (
+            not intact(entry, f, uid)
+            or not record.made(f)
+            or (None not in (known, entry.ino) and known != entry.ino)
+        ):
             problems.append((f.path, f"the bot's copy of {f.path} changed"))
     return problems
 

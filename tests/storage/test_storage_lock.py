@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import textwrap
@@ -17,12 +18,17 @@ import pytest
 from bot.errors import StagingUnreachable, StorageLocked
 from bot.messages import ChannelKind
 from bot.storage.local import LocalStorage
-from bot.storage.lock import LOCK_NAME, Holder, LateLease, StorageLease
+from bot.storage.lock import Holder, LateLease, StorageLease
 from tests.conftest import World
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, sftp_storage
 
 TIMEOUT = 60
+LOCK = Path(".relbot-public") / "lock"  # in the bot's work folder, beside public
+
+
+def lock_file(backend: Backend) -> Path:
+    return backend.work / "lock"
 
 
 def holder(state: str, pid: int = 4242, host: str = "dl-bot-a") -> Holder:
@@ -42,18 +48,21 @@ def test_a_second_bot_on_the_same_storage_is_refused_naming_the_first(backend: B
     backend.make().lock(holder("/srv/b/state.db", pid=777)).release()  # free once released
 
 
-def test_the_lock_file_is_in_the_staging_root_and_not_a_release(backend: Backend) -> None:
+def test_the_lock_file_is_in_the_bots_work_folder_out_of_uploaders_reach(
+    backend: Backend,
+) -> None:
     lease = backend.make().lock(holder("/srv/a/state.db"))
     try:
-        assert (backend.staging / LOCK_NAME).is_file()
-        assert backend.make().staged_tags() == []
+        assert lock_file(backend).is_file()
+        assert stat.S_IMODE(backend.work.stat().st_mode) == 0o700
+        assert list(backend.staging.iterdir()) == []  # nothing of the bot's in staging
     finally:
         lease.release()
 
 
 def test_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(backend: Backend) -> None:
     first = backend.make().lock(holder("/srv/a/state.db"))
-    (backend.staging / LOCK_NAME).unlink()  # an operator removed it; another bot took it
+    lock_file(backend).unlink()  # an operator removed it; another bot took it
     second = backend.make().lock(holder("/srv/b/state.db", pid=777, host="dl-bot-b"))
 
     with pytest.raises(StorageLocked) as refused:
@@ -70,19 +79,21 @@ def test_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(backend: Ba
 def test_over_sftp_a_lock_whose_heartbeat_stopped_is_taken_over(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging = tmp_path / "staging"
+    staging, public = tmp_path / "staging", tmp_path / "public"
     staging.mkdir()
+    public.mkdir()
     dead = holder("/srv/a/state.db")
     dead = replace(dead, beat=time.time() - dead.stale_after - 1)
-    sftp_storage(sshd, staging, tmp_path / "public").lock(dead)  # its bot was killed
+    sftp_storage(sshd, staging, public).lock(dead)  # its bot was killed
 
-    taker = sftp_storage(sshd, staging, tmp_path / "public").lock(holder("/srv/b/state.db", 777))
+    taker = sftp_storage(sshd, staging, public).lock(holder("/srv/b/state.db", 777))
 
-    assert Holder.from_bytes((staging / LOCK_NAME).read_bytes()) == taker.holder
+    lock = tmp_path / LOCK
+    assert Holder.from_bytes(lock.read_bytes()) == taker.holder
     taker.renew()
-    assert Holder.from_bytes((staging / LOCK_NAME).read_bytes()) == taker.holder  # new beat
+    assert Holder.from_bytes(lock.read_bytes()) == taker.holder  # new beat
     taker.release()
-    assert list(staging.iterdir()) == []  # nothing left aside
+    assert {p.name for p in lock.parent.iterdir()} == {"frozen", "aside"}  # nothing aside
 
 
 def test_over_sftp_a_live_lock_is_never_taken_over(sshd: SshServer, tmp_path: Path) -> None:
@@ -104,7 +115,7 @@ async def test_a_confirm_is_refused_while_another_bot_holds_the_storage(world: W
     world.gate.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
     await world.ready_all("3.14.1")
     line = await world.plan("3.14.1")
-    (world.staging / LOCK_NAME).unlink()
+    (world.storage.work / "lock").unlink()
     other = LocalStorage(world.staging, world.public).lock(holder("/srv/b/state.db", pid=777))
 
     reply = await world.say("hugo", line)
@@ -139,7 +150,8 @@ def test_a_second_relbot_run_on_the_same_storage_exits_at_once_naming_the_holder
     for bot in ("a", "b"):
         (tmp_path / bot).mkdir()
         (tmp_path / bot / "relbot.toml").write_text(team)
-    lock = tmp_path / "shared" / "staging" / LOCK_NAME
+    (tmp_path / "shared").mkdir()
+    lock = tmp_path / "shared" / LOCK
     first = subprocess.Popen(
         [relbot, "run"], cwd=tmp_path / "a", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
     )
@@ -199,14 +211,14 @@ async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_h
 
 def test_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(backend: Backend) -> None:
     first = backend.make().lock(holder("/srv/a/state.db"))
-    (backend.staging / LOCK_NAME).unlink()
+    lock_file(backend).unlink()
     second = backend.make().lock(holder("/srv/b/state.db", pid=777))
     with pytest.raises(StorageLocked):
         first.renew()
 
     second.release()
     if backend.name == "local":  # flock: the file stays, the lock goes with the holder
-        assert (backend.staging / LOCK_NAME).exists()
+        assert lock_file(backend).exists()
     first.renew()  # free again: taken back
 
     with pytest.raises(StorageLocked, match="pid 4242"):
