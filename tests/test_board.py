@@ -155,7 +155,14 @@ async def test_publishable_is_true_exactly_when_publish_offers_a_plan(
     assert data["published"] is True and data["publishable"] is False
     assert data["published_by"] == "hugo"
     assert data["plan"]["stage"] == "published"
-    assert data["plan"]["steps_done"] == ["promote", "register", "purge", "announce"]
+    assert data["plan"]["steps_done"] == [
+        "freeze",
+        "promote",
+        "register",
+        "purge",
+        "announce",
+        "tidy",
+    ]
     assert all(f["status"] == "published" for f in data["files"])
     assert not await publish_offers_a_plan(world, "3.14.1")
 

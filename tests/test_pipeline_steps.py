@@ -39,7 +39,7 @@ def test_every_step_a_publish_can_journal_has_its_object(tmp_path: Path) -> None
 
     names = index_publishing.pipeline_for(plan(index), PIPELINE)
 
-    assert names == ("promote", "index", "register", "purge", "announce")
+    assert names == ("freeze", "promote", "index", "register", "purge", "announce", "tidy")
     assert set(names) == set(steps)
     assert all(steps[name].name == name for name in names)
 

@@ -78,16 +78,9 @@ def test_full_rehearsal_publishes_every_file_in_one_step(tmp_path: Path) -> None
         ["ned", "claimed"],
         ["hugo", "planned"],
         ["hugo", "confirmed"],
-        ["relbot", "step-started"],
-        ["relbot", "step-done"],
-        ["relbot", "step-started"],
-        ["relbot", "step-done"],
-        ["relbot", "step-started"],
-        ["relbot", "step-done"],
-        ["relbot", "step-started"],
-        ["relbot", "step-done"],
+        *[["relbot", "step-started"], ["relbot", "step-done"]] * 6,
         ["relbot", "published"],
     ]
     steps = [line.split()[3] for line in audit if line.split()[2] == "step-done"]
-    assert steps == ["promote:", "register:", "purge:", "announce:"]
+    assert steps == ["freeze:", "promote:", "register:", "purge:", "announce:", "tidy:"]
     assert not re.search(r"confirm [A-Z0-9]{6,12}", "\n".join(audit)), "the audit shows a code"

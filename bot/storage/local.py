@@ -153,9 +153,13 @@ class LocalStorage:
         return problems
 
     def lock(self, holder: Holder) -> LocalLease:
-        _wrapped(
-            "take the storage lock", lambda: check_work(LocalFs(self), self._places, create=True)
-        )
+        def take() -> None:
+            # As staging was made for the lock before: on this machine the bot may make
+            # the work folder's parents (``relbot check`` names a folder that is missing).
+            self.work.parent.mkdir(parents=True, exist_ok=True)
+            check_work(LocalFs(self), self._places, create=True)
+
+        _wrapped("take the storage lock", take)
         lease = LocalLease(Path(self._places.lock), holder)
         lease.acquire()
         return lease
