@@ -22,6 +22,7 @@ from bot.errors import StorageError, StorageLocked
 from bot.messages import ChannelKind, ChannelMessage
 from bot.ports import Journal
 from bot.render import summary_text
+from bot.stops import stop_text
 from bot.team import Team
 
 log = logging.getLogger(__name__)
@@ -70,9 +71,13 @@ class Reporter:
         self._told.pop(str(tag), None)
 
     def trouble(self, tag: ReleaseTag) -> str:
-        """The last reason a publish of ``tag`` stopped, as told ("" for none)."""
+        """The last reason a publish of ``tag`` stopped, as told ("" for none); a stop the
+        journal holds is told in its own words, even before this process told it."""
         told = self._told.get(str(tag))
-        return told.pipeline_trouble if told is not None else ""
+        if told is not None and told.pipeline_trouble:
+            return told.pipeline_trouble
+        stopped = self._store.release(tag).stopped
+        return stop_text(tag, stopped) if stopped is not None else ""
 
     def clear_trouble(self, tag: ReleaseTag) -> None:
         if (told := self._told.get(str(tag))) is not None:

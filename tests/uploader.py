@@ -3,10 +3,8 @@ test itself (tests run as root), which writes into staging as the release team d
 locally (a child process running under its uid, gid and groups, so the kernel enforces every
 permission) or over SFTP (logging in as it to the test sshd with a key of its own).
 
-Import the fixtures where they are used::
-
-    from tests.uploader import shared_root, uploader  # noqa: F401  (pytest fixtures)
-"""
+``tests/storage/conftest.py`` imports the fixtures (``uploader``, ``shared_root``) for the
+storage tests; a ``conftest.py`` elsewhere can do the same."""
 
 from __future__ import annotations
 

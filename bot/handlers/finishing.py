@@ -16,9 +16,9 @@ from bot.domain.history import ReleaseState
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.index_publishing import INDEX_STEP
 from bot.pinning import busy_refusal, listing
-from bot.pipeline import stop_text
 from bot.refusals import Refusal
 from bot.services import Services
+from bot.stops import stop_text
 
 
 def while_publishing(s: Services, state: ReleaseState, command: cmd.Command) -> str | None:

@@ -22,6 +22,7 @@ from bot.pinning import listing
 from bot.refusals import CodeRefused, Refusal, refuse_unless
 from bot.render import plan_text, when
 from bot.services import Services
+from bot.stops import stop_text
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,10 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
             plan=plan_to_json(plan),
         )
         prompt = ConfirmPrompt(str(tag), code)
+        assert state.stopped is not None
         return Reply(
-            f"{s.reporter.trouble(tag)}\nTo {what}, confirm within {max(1, timeout // 60)} "
-            f"minutes: {prompt.line}",
+            f"{stop_text(tag, state.stopped)}\nTo {what}, confirm within "
+            f"{max(1, timeout // 60)} minutes: {prompt.line}",
             plan=plan,
             confirm=prompt,
         )

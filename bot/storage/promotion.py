@@ -39,7 +39,6 @@ from bot.storage.freezer import (
 from bot.storage.primitives import FOLDER_MODE, Entry, Places, Primitives
 from bot.storage.workarea import check_area
 
-
 DENIED = (errno.EACCES, errno.EPERM)
 
 

@@ -20,6 +20,7 @@ from bot.ports import PromotionReport, Storage
 from bot.storage.local import LocalStorage
 from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
 from tests.sshd import MISSING, SSHD, SshServer
+from tests.uploader import shared_root, uploader  # noqa: F401  (fixtures: a real uploader)
 
 
 class Crash(Exception):

@@ -18,7 +18,7 @@ from bot.messages import ChannelKind
 from tests.conftest import World
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
-from tests.uploader import Uploader, shared_root, uploader  # noqa: F401  (fixtures)
+from tests.uploader import Uploader
 
 TGZ = "Python-3.14.1.tgz"
 PKG = "python-3.14.1-macos11.pkg"
@@ -98,7 +98,7 @@ async def test_after_published_the_uploader_can_change_no_public_byte_by_path(
     )
 
 
-async def test_a_handle_or_a_working_folder_from_before_the_confirmation_changes_nothing_public(
+async def test_a_handle_or_a_working_folder_from_before_the_confirmation_change_nothing_public(
     shared_root: Path, uploader: Uploader, request: pytest.FixtureRequest
 ) -> None:
     world = team_on(shared_root, uploader, "local", request)
@@ -141,7 +141,7 @@ async def test_a_handle_or_a_working_folder_from_before_the_confirmation_changes
     assert not any((release / p).exists() for p in unchanged)  # removed once public
 
 
-async def test_over_sftp_a_handle_and_a_working_folder_from_before_the_confirmation_change_nothing_public(
+async def test_over_sftp_a_handle_and_a_session_in_staging_from_before_change_nothing_public(
     shared_root: Path, uploader: Uploader, request: pytest.FixtureRequest
 ) -> None:
     world = team_on(shared_root, uploader, "sftp", request)

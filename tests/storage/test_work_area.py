@@ -18,7 +18,7 @@ from tests.conftest import World
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
 from tests.storage.test_bots_bytes import stage_as, team_on
-from tests.uploader import Uploader, shared_root, uploader  # noqa: F401  (fixtures)
+from tests.uploader import Uploader
 
 
 def work(world: World) -> Path:
