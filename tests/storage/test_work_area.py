@@ -100,14 +100,16 @@ async def test_a_work_folder_renamed_away_while_stopped_stops_the_publish_with_t
 
 
 @pytest.mark.parametrize("kind", ["local", "sftp"])
+@pytest.mark.parametrize("inner", ["700", "777"], ids=["like-the-bots", "open"])
 async def test_a_work_folder_pre_created_by_an_uploader_is_never_used(
-    shared_root: Path, uploader: Uploader, kind: str, request: pytest.FixtureRequest
+    shared_root: Path, uploader: Uploader, kind: str, inner: str, request: pytest.FixtureRequest
 ) -> None:
     world = team_on(shared_root, uploader, kind, request)
     place = work(world)
     place.parent.chmod(0o777)  # a bad setup: uploaders may write the work's parent
-    # The uploader makes it first, mode 700 like the bot's own, with an open aside area.
-    made = uploader.run(f"mkdir -m 700 {place} && mkdir -m 777 {place}/aside {place}/frozen")
+    # The uploader makes it first, mode 700 like the bot's own, its areas as the bot's too
+    # (only the owner gives it away) or open to anyone.
+    made = uploader.run(f"mkdir -m 700 {place} && mkdir -m {inner} {place}/aside {place}/frozen")
     assert made.returncode == 0, made.stderr
     problems = world.storage.check()
     assert any(f"owned by uid {uploader.uid}" in p for p in problems), problems
