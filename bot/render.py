@@ -199,7 +199,10 @@ def _event_detail(event: Event) -> str:
                 time.strftime("%H:%M:%SZ", time.gmtime(float(data["expires_at"])))
             )
         case EventKind.CONFIRMED:
-            return f"plan {str(data['digest'])[:12]}"
+            left = data.get("left_out") or []
+            finishing = f", finishing without {', '.join(left)}" if left else ""
+            finishing = finishing or (", finishing" if data.get("finishing") else "")
+            return f"plan {str(data['digest'])[:12]}{finishing}"
         case EventKind.STEP_STARTED:
             return str(data["step"])
         case EventKind.STEP_DONE:

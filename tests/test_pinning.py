@@ -193,6 +193,33 @@ async def test_public_files_are_verified_after_the_move_and_abort_is_then_refuse
     assert f"/publish 3.14.1 offers to finish without {PKG}" in refused.text
 
 
+async def test_a_publish_stopped_with_files_public_is_finished_without_the_changed_one(
+    world: World,
+) -> None:
+    staged = world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.start(AppendedAfterTheMove(world.staging, world.public))
+    await world.say("hugo", line)
+    world.start()
+    held = await world.say("steve", "/ready windows 3.14.1")
+    assert held.private and "/publish 3.14.1 offers to finish without" in held.text
+
+    offer = await world.say("hugo", "/publish 3.14.1")
+    assert offer.confirm is not None, offer.text
+    assert f"To finish without {PKG}" in offer.text
+    done = await world.say("hugo", offer.confirm.line)
+
+    assert "Published 3.14.1" in done.text, done.text
+    state = world.store.release(ReleaseTag.parse("3.14.1"))
+    assert {f.path for f in state.public_files} == set(staged) - {PKG}
+    (announced,) = world.chat.texts(ChannelKind.ANNOUNCEMENT)
+    assert f"{len(staged) - 1} files" in announced
+    confirmed = [e for e in world.store.events(state.tag) if e.kind is EventKind.CONFIRMED]
+    assert confirmed[-1].actor == "hugo" and confirmed[-1].data["left_out"] == [PKG]
+    assert world.staged_files("3.14.1") == {PKG}  # left out: still staged, for a late publish
+
+
 async def test_a_stuck_publish_accepts_hold_and_abort_and_logs_its_step_once(
     world: World,
 ) -> None:
