@@ -248,7 +248,22 @@ def _moves(
                 continue
         target = places.target(f)
         singles.append(Move(f, places.tree(tag, f.target), target, True, False))
-    return renames, singles, leftovers
+    # A folder renamed into a public folder that also gets single files (a prerelease's MSI
+    # folder in 3.14.0/) would show before the batch of links: its files join the batch,
+    # which links every file in one command, so the release appears within milliseconds.
+    receiving = {posixpath.dirname(m.target) for m in singles}
+    kept = []
+    for source, target, files in renames:
+        parent = posixpath.dirname(target)
+        if any(parent == folder or parent.startswith(folder + "/") for folder in receiving):
+            singles += [
+                Move(g, places.tree(tag, g.target), places.target(g), True, False) for g in files
+            ]
+        else:
+            kept.append((source, target, files))
+    order = {f: i for i, f in enumerate(plan.files)}
+    singles.sort(key=lambda m: order[m.file])
+    return kept, singles, leftovers
 
 
 def _try_writing(

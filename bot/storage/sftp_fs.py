@@ -103,15 +103,23 @@ class SftpFs:
             return {}
         if not self._exec:  # SFTP's attributes: no inode, no link count
             return {path: self.lstat(path) for path in paths}
-        lines = self._lines(paths, "stat -c '%f %u %s %i %h' -- \"$p\" 2>/dev/null || echo -")
-        found: dict[str, Entry | None] = {}
-        for path, line in zip(paths, lines, strict=True):
-            fields = line.split()
-            if len(fields) != 5:
-                found[path] = None
-                continue
-            mode, uid, size, ino, nlink = fields
-            found[path] = Entry(int(mode, 16), int(uid), int(size), int(ino), int(nlink))
+        found: dict[str, Entry | None] = dict.fromkeys(paths)
+        for chunk in chunks(list(paths)):
+            # One stat for the whole chunk: a record per path that exists, named, so an
+            # absent path is simply not there (stat says so on stderr, exit status 1).
+            quoted = " ".join(shlex.quote(p) for p in chunk)
+            status, out, err = self.storage._ssh.exec(
+                self.conn, f"LC_ALL=C stat --printf '%f %u %s %i %h %n\\0' -- {quoted}"
+            )
+            for record in out.split(b"\0")[:-1]:
+                mode, uid, size, ino, nlink, name = record.decode(errors="surrogateescape").split(
+                    " ", 5
+                )
+                found[name] = Entry(int(mode, 16), int(uid), int(size), int(ino), int(nlink))
+            absent = sum(entry is None for p, entry in found.items() if p in chunk)
+            if status != 0 and err.count(b"No such file or directory") < absent:
+                why = first_line(err) or "no output"
+                raise StorageError(f"Cannot look at files on {self.storage.where}: {why}.")
         return found
 
     def stamps(self, paths: Sequence[str]) -> dict[str, Stamp | None]:
