@@ -20,7 +20,9 @@ from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
 PROCESSES = 4  # files copied and hashed at once on the server
 STAMP = "%i|%s|%.9Y|%.9Z"  # inode, size, mtime and ctime in nanoseconds
 
-# $1 index, $2 source, $3 target, $4 expected SHA-256; one line out: "INDEX WHAT ...".
+# $1 index, $2 source, $3 target, $4 expected SHA-256; one line out: "INDEX WHAT ...". The
+# copy's write-back to disk starts as soon as it is made (sync -d in the background) and
+# runs while it is hashed; it is waited for before the copy gets its name.
 _ONE = f"""one() {{
   if [ -L "$2" ] || [ ! -f "$2" ]; then
     if [ -e "$2" ] || [ -L "$2" ]; then echo "$1 odd"; else echo "$1 missing"; fi; return
@@ -31,12 +33,20 @@ _ONE = f"""one() {{
     rm -rf -- "$t"; echo "$1 error $(printf %s "$e" | head -n 1)"; return
   fi
   if [ -L "$t" ] || [ ! -f "$t" ]; then rm -rf -- "$t"; echo "$1 odd"; return; fi
-  h=$($H < "$t") || {{ rm -f -- "$t"; echo "$1 error cannot hash the copy"; return; }}
+  {{ chmod 444 -- "$t" && sync -d -- "$t"; }} 2>"$t.err" & s=$!
+  h=$($H < "$t") || h=-
+  if ! wait $s; then
+    rm -f -- "$t"; echo "$1 error $(head -n 1 "$t.err")"; rm -f -- "$t.err"; return
+  fi
+  rm -f -- "$t.err"
+  if [ "$h" = - ]; then rm -f -- "$t"; echo "$1 error cannot hash the copy"; return; fi
   h=${{h%% *}}
-  a=$(stat -c '{STAMP}' -- "$2" 2>/dev/null) || a=-
   if [ "$h" != "$4" ]; then rm -f -- "$t"; echo "$1 changed $h"; return; fi
-  if e=$(chmod 444 -- "$t" 2>&1 && sync -d -- "$t" 2>&1 && mv -f -- "$t" "$3" 2>&1); then
-    echo "$1 ok $h $(stat -c %i -- "$3") $b $a"
+  r=$(stat -c '{STAMP}' -- "$t" "$2" 2>/dev/null)  # the copy, then the source after
+  i=${{r%%"|"*}}
+  case $r in *"$NL"*) a=${{r#*"$NL"}};; *) a=-;; esac
+  if e=$(mv -f -- "$t" "$3" 2>&1); then
+    echo "$1 ok $h $i $b $a"
   else
     rm -f -- "$t"; echo "$1 error $(printf %s "$e" | head -n 1)"
   fi
@@ -78,6 +88,7 @@ def _script(batch: list[tuple[int, CopyJob]]) -> str:
     return "\n".join(
         [
             "export LC_ALL=C",
+            "NL='\n'",
             "H='sha256sum'; command -v openssl >/dev/null 2>&1 && H='openssl dgst -sha256 -r'",
             _ONE,
             "d=$(mktemp -d) || exit 1",

@@ -168,4 +168,7 @@ async def test_over_sftp_a_handle_and_a_session_in_staging_from_before_change_no
     assert (world.public / "3.14.1" / TGZ).read_bytes() == staged[TGZ]
     assert (world.public / "3.14.1" / PKG).read_bytes() == staged[PKG]
     assert (release / TGZ).read_bytes() == staged[TGZ] + b"EVIL"  # left, and named
-    assert any(PKG in n and "changed in staging" in n for n in world.chat.texts(ChannelKind.NOTICE))
+    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "changed in staging" in n]
+    assert TGZ in told and PKG in told
+    unchanged = set(staged) - {TGZ, PKG}
+    assert not any((release / p).exists() for p in unchanged)  # removed once public
