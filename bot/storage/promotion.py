@@ -133,8 +133,7 @@ def promote(
     touched = Touched()
     where = places.public  # the public folder being written, for the message of a failure
     try:
-        for m in singles:
-            where = posixpath.dirname(m.target)
+        for where in dict.fromkeys(posixpath.dirname(m.target) for m in singles):
             make_folders(fs, where, places.public, FOLDER_MODE)
         for source, target, _ in renames:
             where = posixpath.dirname(target)
@@ -272,12 +271,9 @@ def _try_writing(
     """Before the first move: every existing folder that gets a new entry is written to
     (a probe folder made and removed), so a folder the bot cannot write stops the publish
     while nothing is public."""
-    folders: dict[str, None] = {}
-    for _, target, _ in renames:
-        folders.setdefault(_existing(fs, posixpath.dirname(target)))
-    for m in singles:
-        folders.setdefault(_existing(fs, posixpath.dirname(m.target)))
-    for folder in folders:
+    parents = [posixpath.dirname(t) for _, t, _ in renames]
+    parents += [posixpath.dirname(m.target) for m in singles]
+    for folder in dict.fromkeys(_existing(fs, p) for p in dict.fromkeys(parents)):
         probe = posixpath.join(folder, f".relbot-probe-{secrets.token_hex(4)}")
         try:
             fs.mkdir(probe, 0o700)

@@ -28,17 +28,15 @@ _ONE = f"""one() {{
     if [ -e "$2" ] || [ -L "$2" ]; then echo "$1 odd"; else echo "$1 missing"; fi; return
   fi
   b=$(stat -c '{STAMP}' -- "$2" 2>/dev/null) || {{ echo "$1 missing"; return; }}
-  t="$3.part"; rm -rf -- "$t"
+  t="$3.part"
+  if [ -e "$t" ] || [ -L "$t" ]; then rm -rf -- "$t"; fi  # left by a crash
   if ! e=$(cp -PR --reflink=auto --no-preserve=all -- "$2" "$t" 2>&1); then
     rm -rf -- "$t"; echo "$1 error $(printf %s "$e" | head -n 1)"; return
   fi
   if [ -L "$t" ] || [ ! -f "$t" ]; then rm -rf -- "$t"; echo "$1 odd"; return; fi
-  {{ chmod 444 -- "$t" && sync -d -- "$t"; }} 2>"$t.err" & s=$!
+  {{ chmod 444 -- "$t" && sync -d -- "$t"; }} 2>"$d/e$1" & s=$!
   h=$($H < "$t") || h=-
-  if ! wait $s; then
-    rm -f -- "$t"; echo "$1 error $(head -n 1 "$t.err")"; rm -f -- "$t.err"; return
-  fi
-  rm -f -- "$t.err"
+  if ! wait $s; then rm -f -- "$t"; echo "$1 error $(head -n 1 "$d/e$1")"; return; fi
   if [ "$h" = - ]; then rm -f -- "$t"; echo "$1 error cannot hash the copy"; return; fi
   h=${{h%% *}}
   if [ "$h" != "$4" ]; then rm -f -- "$t"; echo "$1 changed $h"; return; fi
