@@ -32,38 +32,34 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
     tag = command.tag
     refuse_unless(authority.may_publish(s.team, person, tag))
     if state.publishing is not None:  # stopped with files public: the way to finish it
-        plan, what = await finishing.finishing_plan(s, state)
-        code = s.new_code()
-        timeout = s.config.model.confirm_timeout
-        s.store.append(
-            tag,
-            person,
-            EventKind.PLANNED,
-            code_hash=hash_code(code),
-            expires_at=s.clock() + timeout,
-            plan=plan_to_json(plan),
-        )
-        prompt = ConfirmPrompt(str(tag), code)
         assert state.stopped is not None
+        plan, what = await finishing.finishing_plan(s, state)
+        prompt, minutes = _offer(s, person, plan)
         return Reply(
-            f"{stop_text(tag, state.stopped)}\nTo {what}, confirm within "
-            f"{max(1, timeout // 60)} minutes: {prompt.line}",
+            f"{stop_text(tag, state.stopped)}\nTo {what}, confirm within {minutes} minutes: "
+            f"{prompt.line}",
             plan=plan,
             confirm=prompt,
         )
     plan = await s.publishable_plan(tag, state)
+    prompt, minutes = _offer(s, person, plan)
+    return Reply(plan_text(plan, minutes, prompt.line), plan=plan, confirm=prompt)
+
+
+def _offer(s: Services, person: str, plan: PublishPlan) -> tuple[ConfirmPrompt, int]:
+    """Journal ``plan`` as offered to ``person`` with a new confirmation code (stored
+    hashed) that expires; the line to confirm it with, and the minutes it is valid."""
     code = s.new_code()
     timeout = s.config.model.confirm_timeout
     s.store.append(
-        tag,
+        plan.tag,
         person,
         EventKind.PLANNED,
         code_hash=hash_code(code),
         expires_at=s.clock() + timeout,
         plan=plan_to_json(plan),
     )
-    prompt = ConfirmPrompt(str(tag), code)
-    return Reply(plan_text(plan, max(1, timeout // 60), prompt.line), plan=plan, confirm=prompt)
+    return ConfirmPrompt(str(plan.tag), code), max(1, timeout // 60)
 
 
 def code_refusal(tag: ReleaseTag, problem: CodeProblem) -> str:
