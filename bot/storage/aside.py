@@ -12,17 +12,16 @@ from __future__ import annotations
 import posixpath
 
 from bot.storage.freezer import make_folders
-from bot.storage.primitives import FOLDER_MODE, Places, inside
-from bot.storage.promotion import Mover, Touched
+from bot.storage.primitives import FOLDER_MODE, FileSystem, Places, Touched, inside
 from bot.storage.workarea import check_area
 
 
-def read_public(fs: Mover, places: Places, path: str, limit: int) -> bytes | None:
+def read_public(fs: FileSystem, places: Places, path: str, limit: int) -> bytes | None:
     """A small file under the public root (``index-windows.json``), or None if absent."""
     return fs.read_small(inside(places.public, path), limit)
 
 
-def read_aside(fs: Mover, places: Places, tag: object, path: str, limit: int) -> bytes | None:
+def read_aside(fs: FileSystem, places: Places, tag: object, path: str, limit: int) -> bytes | None:
     """The bot's copy of ``path`` waiting to replace a live file, or None if absent."""
     if fs.lstat(places.work) is None:
         return None  # nothing was ever copied
@@ -30,7 +29,7 @@ def read_aside(fs: Mover, places: Places, tag: object, path: str, limit: int) ->
     return fs.read_small(places.aside(tag, path), limit)
 
 
-def replace_public(fs: Mover, places: Places, tag: object, path: str, target: str) -> None:
+def replace_public(fs: FileSystem, places: Places, tag: object, path: str, target: str) -> None:
     """Replace the public ``target`` with the bot's copy of ``path``, by one rename."""
     check_area(fs, places, places.aside_area)
     live = inside(places.public, target)

@@ -28,8 +28,8 @@ from bot.storage.primitives import (
     FOLDER_MODE,
     CopyJob,
     Entry,
+    FileSystem,
     Places,
-    Primitives,
     Stamp,
 )
 from bot.storage.workarea import check_area, check_work
@@ -74,7 +74,7 @@ class Record:
         return self.sha256.get(f.path) == f.sha256
 
 
-def read_record(fs: Primitives, places: Places, tag: object) -> Record:
+def read_record(fs: FileSystem, places: Places, tag: object) -> Record:
     return Record.from_bytes(fs.read_small(places.sources(tag), MAX_SOURCES))
 
 
@@ -91,7 +91,7 @@ def intact(entry: Entry | None, f: PlanFile, uid: int) -> bool:
     )
 
 
-def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) -> list[str]:
+def freeze(fs: FileSystem, places: Places, plan: PublishPlan, *, fresh: bool) -> list[str]:
     """Copy the plan's files from staging into the bot's area, hashing each copy; returns
     what differs from the plan (``X changed``, ``X is missing``, ``X is not a regular
     file``; empty when exact). A copy already made by an earlier attempt is kept. With
@@ -133,7 +133,7 @@ def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) ->
 
 
 def frozen_problems(
-    fs: Primitives, places: Places, plan: PublishPlan, listed: Listings, record: Record
+    fs: FileSystem, places: Places, plan: PublishPlan, listed: Listings, record: Record
 ) -> list[tuple[str, str]]:
     """Why the bot's copies of ``plan`` cannot be promoted as they are: (path, ``the bot's
     copy of X is missing`` or ``… changed``). A copy already moved to public (a resumed
@@ -154,7 +154,7 @@ def frozen_problems(
     return problems
 
 
-def discard(fs: Primitives, places: Places, tag: object) -> None:
+def discard(fs: FileSystem, places: Places, tag: object) -> None:
     """Drop the bot's copies of ``tag`` (``/abort``, or a fresh confirmation). Nothing when
     the work folder was never made; ``WorkAreaUntrusted`` when it is not the bot's (then
     nothing is touched)."""
@@ -165,7 +165,7 @@ def discard(fs: Primitives, places: Places, tag: object) -> None:
     fs.remove_tree(places.aside(tag))
 
 
-def tidy(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
+def tidy(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
     """Once ``plan`` is public: remove each staged original that is still the file the bot
     copied, the folders left empty, and the bot's copies of the release; returns the
     originals left in staging because they changed since the copy."""
@@ -202,13 +202,13 @@ def tidy(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
     return sorted(left)
 
 
-def targets_in_public(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
+def targets_in_public(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
     """The plan's public targets that exist now (any content)."""
     listed = Listings(fs)
     return [f.target for f in plan.files if listed.entry(places.target(f)) is not None]
 
 
-def prune(fs: Primitives, root: str, *, keep_root: bool) -> None:
+def prune(fs: FileSystem, root: str, *, keep_root: bool) -> None:
     """Remove folders left empty under ``root``, innermost first (a folder someone staged
     more into stays)."""
     folders = _folders(fs, root)
@@ -218,7 +218,7 @@ def prune(fs: Primitives, root: str, *, keep_root: bool) -> None:
         fs.rmdir(folder)
 
 
-def holds_exactly(fs: Primitives, root: str, expected: set[str]) -> bool:
+def holds_exactly(fs: FileSystem, root: str, expected: set[str]) -> bool:
     """Whether folder ``root`` holds regular files named ``expected`` (paths below ``root``)
     and nothing else: no other file, no link, no empty folder. Only then may one rename
     move the whole folder."""
@@ -247,7 +247,7 @@ def holds_exactly(fs: Primitives, root: str, expected: set[str]) -> bool:
     return walk(root, "") is not None and found == expected
 
 
-def _folders(fs: Primitives, root: str) -> list[str] | None:
+def _folders(fs: FileSystem, root: str) -> list[str] | None:
     entries = fs.listdir(root)
     if entries is None:
         return None
@@ -268,7 +268,7 @@ def ancestors(folder: str, stop: str) -> list[str]:
     return found
 
 
-def make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
+def make_folders(fs: FileSystem, folder: str, stop: str, mode: int) -> None:
     """``mkdir -p`` below ``stop`` (``"/"``: the whole path, as far as it is missing); each
     folder made gets exactly ``mode``."""
     inner = folder.startswith(stop.rstrip("/") + "/")
@@ -282,7 +282,7 @@ def make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
 class Listings:
     """``lstat`` answers from one listing per folder (one round trip each on SFTP)."""
 
-    def __init__(self, fs: Primitives) -> None:
+    def __init__(self, fs: FileSystem) -> None:
         self.fs = fs
         self.folders: dict[str, dict[str, Entry]] = {}
 

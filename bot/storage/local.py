@@ -18,16 +18,16 @@ from bot.storage import aside, freezer, promotion
 from bot.storage.listing import (
     RELEASE_FOLDER,
     empty_folder,
+    join,
     linked_release_folder,
     odd_name,
     unreadable_folder,
     unreadable_release_folder,
 )
-from bot.storage.local_fs import LocalFs, read_small
-from bot.storage.lock import Holder, LocalLease
-from bot.storage.primitives import Places, default_work
-from bot.storage.promotion import join
-from bot.storage.workarea import check_work, not_on_public_filesystem, work_problems
+from bot.storage.local_fs import LocalFs, PublicMoves, read_small
+from bot.storage.lock import Holder, Lease
+from bot.storage.primitives import FileSystem, Places, default_work
+from bot.storage.workarea import not_on_public_filesystem, work_problems
 
 T = TypeVar("T")
 
@@ -43,6 +43,8 @@ class LocalStorage:
         # filesystem there, and the work folder must share it.
         self.work = work if work is not None else Path(default_work(os.path.realpath(public)))
         self._places = Places(str(staging), str(public), str(self.work))
+        # The public moves go through this class's own hooks, where tests inject crashes.
+        self._fs = LocalFs(PublicMoves(self._rename, self._link, self._replace))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -145,56 +147,53 @@ class LocalStorage:
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")
         if problems:
             return problems
-        problems += work_problems(LocalFs(self), self._places)
+        problems += work_problems(self._fs, self._places)
         if not problems:
             where = self.work if self.work.exists() else self.work.parent
             if where.stat().st_dev != self.public.stat().st_dev:
                 problems.append(not_on_public_filesystem(self._places))
         return problems
 
-    def lock(self, holder: Holder) -> LocalLease:
-        def take() -> None:
-            # As staging was made for the lock before: on this machine the bot may make
-            # the work folder's parents (``relbot check`` names a folder that is missing).
-            self.work.parent.mkdir(parents=True, exist_ok=True)
-            check_work(LocalFs(self), self._places, create=True)
-
-        _wrapped("take the storage lock", take)
-        lease = LocalLease(Path(self._places.lock), holder)
+    def lock(self, holder: Holder) -> Lease:
+        # As staging was made for the lock before: on this machine the bot may make the
+        # work folder's parents (``relbot check`` names a folder that is missing).
+        _wrapped(
+            "take the storage lock", lambda: self.work.parent.mkdir(parents=True, exist_ok=True)
+        )
+        lease = Lease(self._run, self._places, str(self.work), holder)
         lease.acquire()
         return lease
+
+    def _run(self, what: str, op: Callable[[FileSystem], None]) -> None:
+        _wrapped(what, lambda: op(self._fs))
 
     # -- publishing ------------------------------------------------------------------------
 
     def freeze(self, plan: PublishPlan, *, fresh: bool = True) -> list[str]:
         return _wrapped(
             f"copy the files of {plan.tag}",
-            lambda: freezer.freeze(LocalFs(self), self._places, plan, fresh=fresh),
+            lambda: freezer.freeze(self._fs, self._places, plan, fresh=fresh),
         )
 
     def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
         return _wrapped(
             f"publish {plan.tag}",
-            lambda: promotion.promote(
-                LocalFs(self), self._places, plan, public_before=public_before
-            ),
+            lambda: promotion.promote(self._fs, self._places, plan, public_before=public_before),
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"look at {self.public}",
-            lambda: freezer.targets_in_public(LocalFs(self), self._places, plan),
+            lambda: freezer.targets_in_public(self._fs, self._places, plan),
         )
 
     def discard(self, tag: ReleaseTag) -> None:
-        _wrapped(
-            f"drop the copies of {tag}", lambda: freezer.discard(LocalFs(self), self._places, tag)
-        )
+        _wrapped(f"drop the copies of {tag}", lambda: freezer.discard(self._fs, self._places, tag))
 
     def tidy(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"tidy staging of {plan.tag}",
-            lambda: freezer.tidy(LocalFs(self), self._places, plan),
+            lambda: freezer.tidy(self._fs, self._places, plan),
         )
 
     # The public moves, kept apart so tests can inject a crash between them.
@@ -207,15 +206,15 @@ class LocalStorage:
     # -- files that replace live ones (the install index) ------------------------------------
 
     def read_public(self, path: str, limit: int) -> bytes | None:
-        return aside.read_public(LocalFs(self), self._places, path, limit)
+        return aside.read_public(self._fs, self._places, path, limit)
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
-        return aside.read_aside(LocalFs(self), self._places, tag, path, limit)
+        return aside.read_aside(self._fs, self._places, tag, path, limit)
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
         _wrapped(
             f"replace {self.public / target}",
-            lambda: aside.replace_public(LocalFs(self), self._places, tag, path, target),
+            lambda: aside.replace_public(self._fs, self._places, tag, path, target),
         )
 
     def _replace(self, source: Path, target: Path) -> None:

@@ -1,6 +1,7 @@
-"""The storage primitives on this machine's filesystem, for
-:class:`bot.storage.local.LocalStorage` (the public moves go through its ``_link``,
-``_rename`` and ``_replace``, where tests inject crashes)."""
+"""The filesystem interface (:class:`bot.storage.primitives.FileSystem`) on this machine's
+filesystem: what :class:`bot.storage.local.LocalStorage` runs the storage algorithms over.
+The moves that make files public are callables it is given (the storage passes its own, which
+tests replace to inject a crash between two moves)."""
 
 from __future__ import annotations
 
@@ -11,28 +12,38 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bot.errors import StorageError
-from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Stamp
-from bot.storage.promotion import Move, Touched
+from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
 
-if TYPE_CHECKING:
-    from bot.storage.local import LocalStorage
+Moving = Callable[[Path, Path], None]
 
 FICLONE = 0x40049409  # ioctl(2): share the source's blocks (btrfs, XFS): a copy in no time
 _COPY_FALLBACK = (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF)
 _WORKERS = 4  # files copied and hashed at once (hashlib and the copy release the GIL)
 
 
-class LocalFs:
-    """The primitives on this machine's filesystem."""
+@dataclass(frozen=True)
+class PublicMoves:
+    """The moves that make files public: ``rename(2)`` of a folder, ``link(2)`` of a file,
+    ``rename(2)`` over a live file."""
 
-    def __init__(self, storage: LocalStorage) -> None:
-        self.storage = storage
+    rename: Moving = os.rename
+    link: Moving = os.link
+    replace: Moving = os.replace
+
+
+class LocalFs:
+    """The filesystem interface on this machine's filesystem. One instance per storage: it
+    keeps the kernel locks it holds (:meth:`pin`) for as long as the process lives."""
+
+    def __init__(self, moves: PublicMoves | None = None) -> None:
+        self.moves = moves or PublicMoves()
+        self._pins: dict[str, int] = {}  # folder -> descriptor holding its flock
 
     def uid(self) -> int:
         return os.getuid()
@@ -93,13 +104,13 @@ class LocalFs:
         os.chmod(path, mode)  # not narrowed by the umask (the shipped unit's is 0027)
 
     def rename_public(self, source: str, target: str) -> None:
-        self.storage._rename(Path(source), Path(target))
+        self.moves.rename(Path(source), Path(target))
 
     def link_public(self, source: str, target: str) -> None:
-        self.storage._link(Path(source), Path(target))
+        self.moves.link(Path(source), Path(target))
 
     def replace_public(self, source: str, target: str) -> None:
-        self.storage._replace(Path(source), Path(target))
+        self.moves.replace(Path(source), Path(target))
 
     def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
         return False  # a link here costs microseconds: file by file is the batch
@@ -136,6 +147,34 @@ class LocalFs:
             os.fsync(f.fileno())
         os.replace(temp, path)
         fsync_dir(Path(path).parent)
+
+    def create_small(self, path: str, data: bytes) -> bool:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return True
+
+    def pin(self, path: str) -> bool | None:
+        if path in self._pins:
+            return True
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._pins[path] = fd  # the kernel drops the lock when the process dies
+        return True
+
+    def unpin(self, path: str) -> None:
+        fd = self._pins.pop(path, None)
+        if fd is not None:
+            os.close(fd)
 
 
 def _entry(st: os.stat_result) -> Entry:

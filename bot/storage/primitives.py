@@ -1,6 +1,7 @@
-"""What every storage backend offers the algorithms written once over it (the freeze, the
-promotion, the work area, the aside area): the primitives over absolute paths
-(:class:`Primitives`), a path as ``lstat`` sees it, and the places of one backend (staging,
+"""The one small filesystem interface the storage algorithms are written over (the freeze,
+the copy, the promotion, the work area, the aside area, the storage lock): the operations
+over absolute paths (:class:`FileSystem`, implemented by ``local_fs.LocalFs`` and
+``sftp_fs.SftpFs``), the values they exchange, and the places of one backend (staging,
 public, and the bot's own work folder)."""
 
 from __future__ import annotations
@@ -105,7 +106,28 @@ class Copied:
     copy_ino: int | None = None
 
 
-class Primitives(Protocol):
+@dataclass(frozen=True)
+class Move:
+    """One file of the per-file phase of a promotion, with what the listing saw before
+    anything moved."""
+
+    file: PlanFile
+    source: str  # the bot's copy
+    target: str  # in public
+    source_present: bool
+    target_present: bool
+
+
+@dataclass
+class Touched:
+    """What a promotion made public, for flushing and the group fix-up."""
+
+    trees: list[str] = field(default_factory=list)  # renamed folders, fixed recursively
+    files: list[str] = field(default_factory=list)
+    folders: set[str] = field(default_factory=set)  # parents of moved files, not recursed
+
+
+class FileSystem(Protocol):
     """What a backend offers the algorithms over it. Paths are absolute on the backend.
     Failures raise ``OSError`` (``FileExistsError`` when a no-clobber call finds its target
     taken)."""
@@ -175,6 +197,45 @@ class Primitives(Protocol):
     def write_small(self, path: str, data: bytes) -> None:
         """Put a small file of the bot's own in place, whole or not at all (written under a
         temporary name, then renamed over ``path``)."""
+        ...
+
+    def create_small(self, path: str, data: bytes) -> bool:
+        """Create a small file that must not exist yet (``O_EXCL``: one creator wins);
+        False when it exists."""
+        ...
+
+    def pin(self, path: str) -> bool | None:
+        """Hold a kernel lock on folder ``path`` for as long as this process lives or until
+        :meth:`unpin`: True when held (now or already), False when another process holds it,
+        None when the backend has no such locks (SFTP)."""
+        ...
+
+    def unpin(self, path: str) -> None: ...
+
+    # The moves that make files public, kept apart from the others so that a test can inject
+    # a crash between two of them, and the clean-up after them.
+
+    def rename_public(self, source: str, target: str) -> None:
+        """A folder of copies renamed onto an absent public one: all its files at once."""
+        ...
+
+    def link_public(self, source: str, target: str) -> None:
+        """A second, public name; ``FileExistsError`` when ``target`` exists."""
+        ...
+
+    def replace_public(self, source: str, target: str) -> None:
+        """A copy of the aside area renamed over a live public file (``rename(2)``)."""
+        ...
+
+    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+        """Every link in plan order, then the removal of the copies' other names, as one
+        batch where the backend can (one command on the server); False when it cannot or
+        stopped part-way: the promoter then finishes file by file."""
+        ...
+
+    def finish(self, touched: Touched) -> None:
+        """Flush the new public entries and set their group where configured; failures are
+        logged, not raised (the files are public by then)."""
         ...
 
 

@@ -19,8 +19,6 @@ import errno
 import posixpath
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.errors import PromotionConflict, PublishStopped, StorageError
@@ -36,7 +34,7 @@ from bot.storage.freezer import (
     read_record,
     targets_in_public,
 )
-from bot.storage.primitives import FOLDER_MODE, Entry, Places, Primitives
+from bot.storage.primitives import FOLDER_MODE, Entry, FileSystem, Move, Places, Touched
 from bot.storage.workarea import check_area
 
 DENIED = (errno.EACCES, errno.EPERM)
@@ -53,60 +51,8 @@ class FrozenMismatch(PublishStopped):
         )
 
 
-def join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
-
-
-@dataclass(frozen=True)
-class Move:
-    """One file of the per-file phase, with what the listing saw before anything moved."""
-
-    file: PlanFile
-    source: str  # the bot's copy
-    target: str  # in public
-    source_present: bool
-    target_present: bool
-
-
-@dataclass
-class Touched:
-    """What a promotion made public, for flushing and the group fix-up."""
-
-    trees: list[str] = field(default_factory=list)  # renamed folders, fixed recursively
-    files: list[str] = field(default_factory=list)
-    folders: set[str] = field(default_factory=set)  # parents of moved files, not recursed
-
-
-class Mover(Primitives, Protocol):
-    """The primitives, plus the moves that make files public (kept apart from the others so
-    a test can inject a crash between two of them) and the clean-up."""
-
-    def rename_public(self, source: str, target: str) -> None:
-        """A folder of copies renamed onto an absent public one: all its files at once."""
-        ...
-
-    def link_public(self, source: str, target: str) -> None:
-        """A second, public name; ``FileExistsError`` when ``target`` exists."""
-        ...
-
-    def replace_public(self, source: str, target: str) -> None:
-        """A copy of the aside area renamed over a live public file (``rename(2)``)."""
-        ...
-
-    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
-        """Every link in plan order, then the removal of the copies' other names, as one
-        batch where the backend can (one command on the server); False when it cannot or
-        stopped part-way: the promoter then finishes file by file."""
-        ...
-
-    def finish(self, touched: Touched) -> None:
-        """Flush the new public entries and set their group where configured; failures are
-        logged, not raised (the files are public by then)."""
-        ...
-
-
 def promote(
-    fs: Mover, places: Places, plan: PublishPlan, *, public_before: Sequence[str] = ()
+    fs: FileSystem, places: Places, plan: PublishPlan, *, public_before: Sequence[str] = ()
 ) -> PromotionReport:
     """Make the bot's copies of ``plan`` public; idempotent, so a resumed promotion finishes.
 
@@ -168,7 +114,7 @@ def _folders_in_the_way(places: Places, plan: PublishPlan, listed: Listings) -> 
 
 
 def _check_present(
-    fs: Mover,
+    fs: FileSystem,
     places: Places,
     plan: PublishPlan,
     present: list[PlanFile],
@@ -207,7 +153,7 @@ def _check_present(
 
 
 def _moves(
-    fs: Mover,
+    fs: FileSystem,
     places: Places,
     plan: PublishPlan,
     listed: Listings,
@@ -266,7 +212,7 @@ def _moves(
 
 
 def _try_writing(
-    fs: Mover, renames: list[tuple[str, str, list[PlanFile]]], singles: list[Move]
+    fs: FileSystem, renames: list[tuple[str, str, list[PlanFile]]], singles: list[Move]
 ) -> None:
     """Before the first move: every existing folder that gets a new entry is written to
     (a probe folder made and removed), so a folder the bot cannot write stops the publish
@@ -286,14 +232,16 @@ def _try_writing(
             ) from err
 
 
-def _existing(fs: Mover, folder: str) -> str:
+def _existing(fs: FileSystem, folder: str) -> str:
     """``folder``, or its nearest existing parent (where a missing one will be made)."""
     while fs.lstat(folder) is None and folder not in ("/", ""):
         folder = posixpath.dirname(folder)
     return folder
 
 
-def _move_singles(fs: Mover, moves: list[Move], touched: Touched, *, moved_before: bool) -> int:
+def _move_singles(
+    fs: FileSystem, moves: list[Move], touched: Touched, *, moved_before: bool
+) -> int:
     """The per-file phase; returns how many files it made public."""
     if not moves:
         return 0
@@ -313,7 +261,7 @@ def _move_singles(fs: Mover, moves: list[Move], touched: Touched, *, moved_befor
     return moved
 
 
-def _link_no_clobber(fs: Mover, m: Move, *, moved: bool) -> bool:
+def _link_no_clobber(fs: FileSystem, m: Move, *, moved: bool) -> bool:
     """Make the target a second name of the bot's copy; False when it was public already
     (the batch got that far). A different file at the target is never replaced."""
     if fs.lstat(m.source) is None:
@@ -338,7 +286,7 @@ def _link_no_clobber(fs: Mover, m: Move, *, moved: bool) -> bool:
 
 
 def _partly_public(
-    fs: Mover, places: Places, plan: PublishPlan, before: set[str], where: str, err: OSError
+    fs: FileSystem, places: Places, plan: PublishPlan, before: set[str], where: str, err: OSError
 ) -> StorageError:
     """The error of a move that failed: the public folder, why, and exactly which files
     are public."""
@@ -357,7 +305,7 @@ def _partly_public(
 
 
 def _public_problems(
-    fs: Mover, places: Places, plan: PublishPlan, before: set[str], record: Record
+    fs: FileSystem, places: Places, plan: PublishPlan, before: set[str], record: Record
 ) -> list[str]:
     """Every target against what the bot wrote: ``X is missing``, ``X is not a regular
     file``, ``X is not the bot's copy``. By identity (inode, owner, mode, size); by hash

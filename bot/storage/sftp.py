@@ -20,20 +20,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import paramiko
-from paramiko.sftp import CMD_EXTENDED
 
 from bot.domain.files import StagedFile
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.ports import PromotionReport
-from bot.storage import aside, freezer, promotion, sftp_files
-from bot.storage.lock import Holder, SftpLease
-from bot.storage.primitives import Places, default_work
-from bot.storage.promotion import Touched
+from bot.storage import aside, freezer, promotion, sftp_files, sftp_fs
+from bot.storage.lock import Holder, Lease
+from bot.storage.primitives import FileSystem, Places, Touched, default_work
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.sftp_check import check_server
-from bot.storage.sftp_fs import FileMove, SftpFs, inside, read_folder, run_moves
+from bot.storage.sftp_fs import FileMove, RoundTrips, SftpFs, inside
 from bot.storage.ssh import (
     Connection,
     Endpoint,
@@ -41,14 +39,8 @@ from bot.storage.ssh import (
     SshLink,
     SshRefused,
 )
-from bot.storage.workarea import check_work
 
-__all__ = ["HostKeyRejected", "SftpStorage", "SshRefused"]
-
-# The names the fault-injection tests subclass with.
-_Connection = Connection
-_FileMove = FileMove
-_Touched = Touched
+__all__ = ["Connection", "FileMove", "HostKeyRejected", "SftpStorage", "SshRefused", "Touched"]
 
 
 class SftpStorage:
@@ -118,16 +110,33 @@ class SftpStorage:
 
     def staged_tags(self) -> list[str]:
         """Names of the release folders in staging (one listing)."""
-        return sftp_files.staged_tags(self)
+        return self._ssh.call(
+            f"list {self.staging}",
+            lambda conn: sftp_files.staged_tags(self._fs(conn), self.staging),
+        )
 
     def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
         """Every entry below the release's staging folder (symlinks reported, never
         followed), or None if there is no folder."""
-        return sftp_files.list_staging(self, tag)
+        root = self._release(tag)
+
+        def op(conn: Connection) -> dict[str, StagedFile] | None:
+            found = sftp_files.list_release(self._fs(conn), root)
+            if found is not None:  # the stamps the digest cache is keyed by
+                regular = {
+                    inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular
+                }
+                self._hasher.remember(root, regular)
+            return found
+
+        return self._ssh.call(f"list {root}", op)
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
         """Every entry below the given public folders, keyed by path under the public root."""
-        return sftp_files.list_public(self, folders)
+        return self._ssh.call(
+            f"list {self.public}",
+            lambda conn: sftp_files.list_public(self._fs(conn), self.public, folders),
+        )
 
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
@@ -158,11 +167,19 @@ class SftpStorage:
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         """A small staged file (a signature bundle), whole; :class:`StorageError` past
         ``limit`` bytes, or when it is missing or not a regular file."""
-        return sftp_files.read(self, tag, path, limit)
+        root = self._release(tag)
+        return self._ssh.call(
+            f"read {inside(root, path)}",
+            lambda conn: sftp_files.read(self._fs(conn), root, path, limit),
+        )
 
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
         """Write a small staged file, never over an existing one unless ``replace``."""
-        sftp_files.write(self, tag, path, data, replace=replace)
+        full = inside(self._release(tag), path)
+        self._ssh.call(
+            f"write {full}",
+            lambda conn: sftp_files.write(self._fs(conn), full, data, replace=replace),
+        )
 
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages."""
@@ -173,25 +190,29 @@ class SftpStorage:
         connection, folders, one filesystem for both, exec and group availability."""
         try:
             return self._ssh.call(
-                "check the storage folders", lambda conn: check_server(self, conn)
+                "check the storage folders",
+                lambda conn: check_server(self._fs(conn), self._places, self.user, self.group),
             )
         except StorageError as err:
             return [str(err)]
 
-    def lock(self, holder: Holder) -> SftpLease:
+    def lock(self, holder: Holder) -> Lease:
         """A lock file in the work folder with a heartbeat (SFTP has no locks): see
         bot.storage.lock."""
-
-        def call(what: str, op: Callable[[paramiko.SFTPClient], None]) -> None:
-            self._ssh.call(what, lambda conn: op(conn.sftp))
-
-        self._ssh.call(
-            "take the storage lock",
-            lambda conn: check_work(SftpFs(self, conn), self._places, create=True),
-        )
-        lease = SftpLease(self._places.lock, self.where, holder, call)
+        lease = Lease(self._run, self._places, f"{self.where}:{self.work}", holder)
         lease.acquire()
         return lease
+
+    def _run(self, what: str, op: Callable[[FileSystem], None]) -> None:
+        self._ssh.call(what, lambda conn: op(self._fs(conn)))
+
+    def _fs(self, conn: Connection) -> SftpFs:
+        """The filesystem interface on ``conn``, its round trips this class's own hooks
+        (where tests inject faults)."""
+        trips = RoundTrips(
+            self._listdir, self._lstat, self._link, self._rename, self._replace, self._run_batch
+        )
+        return SftpFs(self._ssh, conn, self._hasher, trips, self.group)
 
     # -- promotion -------------------------------------------------------------------------
 
@@ -200,27 +221,27 @@ class SftpStorage:
         each copy there; returns what differs from the plan (see bot.storage.freezer)."""
         return self._ssh.call(
             f"copy the files of {plan.tag}",
-            lambda conn: freezer.freeze(SftpFs(self, conn), self._places, plan, fresh=fresh),
+            lambda conn: freezer.freeze(self._fs(conn), self._places, plan, fresh=fresh),
         )
 
     def discard(self, tag: ReleaseTag) -> None:
         """Drop the bot's copies of ``tag``."""
         self._ssh.call(
             f"drop the copies of {tag}",
-            lambda conn: freezer.discard(SftpFs(self, conn), self._places, tag),
+            lambda conn: freezer.discard(self._fs(conn), self._places, tag),
         )
 
     def tidy(self, plan: PublishPlan) -> list[str]:
         """Remove the staged originals unchanged since the copy; returns those left."""
         return self._ssh.call(
             f"tidy staging of {plan.tag}",
-            lambda conn: freezer.tidy(SftpFs(self, conn), self._places, plan),
+            lambda conn: freezer.tidy(self._fs(conn), self._places, plan),
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         return self._ssh.call(
             f"look at {self.public}",
-            lambda conn: freezer.targets_in_public(SftpFs(self, conn), self._places, plan),
+            lambda conn: freezer.targets_in_public(self._fs(conn), self._places, plan),
         )
 
     def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
@@ -229,25 +250,29 @@ class SftpStorage:
         return self._ssh.call(
             f"publish {plan.tag}",
             lambda conn: promotion.promote(
-                SftpFs(self, conn), self._places, plan, public_before=public_before
+                self._fs(conn), self._places, plan, public_before=public_before
             ),
         )
 
+    # The round trips, kept apart so tests can inject a crash or a dropped connection.
     def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         """The per-file batch of moves (see :func:`bot.storage.sftp_fs.run_moves`)."""
-        return run_moves(self._ssh, conn, moves)
+        return sftp_fs.run_moves(self._ssh, conn, moves)
 
-    # The primitive moves, kept apart so tests can inject a crash or a dropped connection.
     def _rename(self, conn: Connection, source: str, target: str) -> None:
-        # OpenSSH renames a folder only onto a missing target: no clobbering.
-        self.requests["rename"] += 1
-        conn.sftp.rename(source, target)
+        sftp_fs.rename(self._ssh, conn, source, target)
 
     def _link(self, conn: Connection, source: str, target: str) -> None:
-        # link(2) on the server refuses an existing target: a race-free no-clobber.
-        self.requests["hardlink"] += 1
-        # paramiko has no public call for this OpenSSH extension.
-        conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
+        sftp_fs.hardlink(self._ssh, conn, source, target)
+
+    def _replace(self, conn: Connection, source: str, target: str) -> None:
+        sftp_fs.replace(self._ssh, conn, source, target)
+
+    def _listdir(self, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
+        return sftp_fs.listdir(self._ssh, conn, folder)
+
+    def _lstat(self, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
+        return sftp_fs.lstat(self._ssh, conn, path)
 
     # -- files that replace live ones (the install index) ------------------------------------
 
@@ -255,59 +280,21 @@ class SftpStorage:
         """A small file under the public root, whole, or None when absent."""
         return self._ssh.call(
             f"read {path} in {self.public}",
-            lambda conn: aside.read_public(SftpFs(self, conn), self._places, path, limit),
+            lambda conn: aside.read_public(self._fs(conn), self._places, path, limit),
         )
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
         return self._ssh.call(
             f"read the bot's copy of {path}",
-            lambda conn: aside.read_aside(SftpFs(self, conn), self._places, tag, path, limit),
+            lambda conn: aside.read_aside(self._fs(conn), self._places, tag, path, limit),
         )
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
         """Replace the public ``target`` with the bot's copy of ``path``, by one rename."""
         self._ssh.call(
             f"replace {target} in {self.public}",
-            lambda conn: aside.replace_public(SftpFs(self, conn), self._places, tag, path, target),
+            lambda conn: aside.replace_public(self._fs(conn), self._places, tag, path, target),
         )
-
-    def _replace(self, conn: Connection, source: str, target: str) -> None:
-        self.requests["rename"] += 1
-        conn.sftp.posix_rename(source, target)
-
-    # -- round trips, kept on the class so tests can override them ------------------------
-
-    def _listdir(self, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
-        """One listing (see :func:`bot.storage.sftp_fs.read_folder`)."""
-        self.requests["listdir"] += 1
-        return read_folder(conn.sftp, folder)
-
-    def _stat(self, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
-        """What ``path`` points to (symlinks followed), or None when nothing is there."""
-        self.requests["stat"] += 1
-        try:
-            return conn.sftp.stat(path)
-        except FileNotFoundError:
-            return None
-
-    def _lstat(self, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
-        self.requests["stat"] += 1
-        try:
-            return conn.sftp.lstat(path)
-        except FileNotFoundError:
-            return None
-
-    def _makedirs(self, conn: Connection, folder: str) -> None:
-        """``mkdir -p`` over SFTP (one stat when the folder exists)."""
-        if self._lstat(conn, folder) is not None:
-            return
-        self._makedirs(conn, posixpath.dirname(folder))
-        try:
-            self.requests["mkdir"] += 1
-            conn.sftp.mkdir(folder, 0o775)
-        except OSError:
-            if self._lstat(conn, folder) is None:  # not made concurrently: a real failure
-                raise
 
     def _release(self, tag: ReleaseTag) -> str:
         return posixpath.join(self.staging, str(tag))

@@ -15,14 +15,14 @@ import posixpath
 import stat
 
 from bot.errors import PublishStopped, StorageError
-from bot.storage.primitives import WORK_MODE, Entry, Places, Primitives
+from bot.storage.primitives import WORK_MODE, Entry, FileSystem, Places
 
 
 class WorkAreaUntrusted(PublishStopped):
     """The work folder or one of its areas is missing, replaced, or not the bot's."""
 
 
-def check_work(fs: Primitives, places: Places, *, create: bool) -> None:
+def check_work(fs: FileSystem, places: Places, *, create: bool) -> None:
     """Make sure the work folder and its areas are the bot's, creating those missing when
     ``create`` (the work folder's parent must exist). Raises :class:`WorkAreaUntrusted`
     naming what is wrong, :class:`StorageError` when a folder cannot be made."""
@@ -30,14 +30,14 @@ def check_work(fs: Primitives, places: Places, *, create: bool) -> None:
         _check(fs, places, path, create=create)
 
 
-def check_area(fs: Primitives, places: Places, path: str) -> None:
+def check_area(fs: FileSystem, places: Places, path: str) -> None:
     """The work folder, then ``path`` (one of its areas), checked; nothing is created."""
     _check(fs, places, places.work, create=False)
     if path != places.work:
         _check(fs, places, path, create=False)
 
 
-def _check(fs: Primitives, places: Places, path: str, *, create: bool) -> None:
+def _check(fs: FileSystem, places: Places, path: str, *, create: bool) -> None:
     entry = fs.lstat(path)
     if entry is None and create:
         try:
@@ -82,7 +82,7 @@ def area_problems(entry: Entry, uid: int) -> list[str]:
     return problems
 
 
-def work_problems(fs: Primitives, places: Places) -> list[str]:
+def work_problems(fs: FileSystem, places: Places) -> list[str]:
     """For ``relbot check``: what to change so that the work folder is the bot's and out of
     uploaders' reach (each a sentence with the fix). The work folder is not created here."""
     work, parent = places.work, posixpath.dirname(places.work)

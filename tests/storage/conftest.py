@@ -17,8 +17,9 @@ import pytest
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.ports import PromotionReport, Storage
+from bot.storage.freezer import make_folders
 from bot.storage.local import LocalStorage
-from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
+from bot.storage.sftp import Connection, FileMove, SftpStorage, Touched
 from tests.sshd import MISSING, SSHD, SshServer
 from tests.uploader import shared_root, uploader  # noqa: F401  (fixtures: a real uploader)
 
@@ -103,19 +104,19 @@ class CrashingSftp(SftpStorage):
 
     budget = 0
 
-    def _rename(self, conn: _Connection, source: str, target: str) -> None:
+    def _rename(self, conn: Connection, source: str, target: str) -> None:
         super()._rename(conn, source, target)
         if self.budget == 0:
             raise Crash
         self.budget -= 1
 
-    def _run_batch(self, conn: _Connection, moves: list[_FileMove], touched: _Touched) -> bool:
+    def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         if self.budget >= len(moves):
             self.budget -= len(moves)
             return super()._run_batch(conn, moves, touched)
         super()._run_batch(conn, moves[: self.budget], touched)
         half = moves[self.budget]
-        self._makedirs(conn, posixpath.dirname(half.target.path))
+        make_folders(self._fs(conn), posixpath.dirname(half.target.path), "/", 0o755)
         self._link(conn, half.source.path, half.target.path)
         raise Crash
 

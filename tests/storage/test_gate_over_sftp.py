@@ -12,7 +12,7 @@ from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.gate import PIPELINE
 from bot.messages import ChannelKind
-from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
+from bot.storage.sftp import Connection, FileMove, SftpStorage, Touched
 from tests.conftest import World
 from tests.console_driver import RELBOT, publish_through_console
 from tests.pinned import RELEASE_CYCLE_LINE
@@ -84,7 +84,7 @@ class DroppedMidPublish(SftpStorage):
 
     server: SshServer
 
-    def _run_batch(self, conn: _Connection, moves: list[_FileMove], touched: _Touched) -> bool:
+    def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         self.server.stop()
         return super()._run_batch(conn, moves, touched)
 

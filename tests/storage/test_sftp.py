@@ -15,8 +15,14 @@ import pytest
 
 from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, PublishStopped, StagingUnreachable, StorageError
-from bot.storage.sftp import HostKeyRejected, SftpStorage, SshRefused, _Connection, _FileMove
-from bot.storage.sftp import _Touched as Touched
+from bot.storage.sftp import (
+    Connection,
+    FileMove,
+    HostKeyRejected,
+    SftpStorage,
+    SshRefused,
+    Touched,
+)
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
 
@@ -173,7 +179,7 @@ def test_sshd_stopped_during_a_scan_is_unreachable_then_recovers_after_restart(
     class StopsServerMidScan(SftpStorage):
         stop = True
 
-        def _listdir(self, conn: _Connection, folder: str) -> list[object]:  # type: ignore[override]
+        def _listdir(self, conn: Connection, folder: str) -> list[object]:  # type: ignore[override]
             found = super()._listdir(conn, folder)
             if self.stop:
                 own_sshd.stop()
@@ -213,7 +219,7 @@ def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_exactl
     plan = plan_for(as_backend(staging, public), TAG, list(FILES))
 
     class DiesMidBatch(SftpStorage):
-        def _run_batch(self, conn: _Connection, moves: list[_FileMove], touched: Touched) -> bool:
+        def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
             super()._run_batch(conn, moves[:2], touched)
             own_sshd.stop()
             return super()._run_batch(conn, moves[2:], touched)
@@ -458,7 +464,7 @@ def test_a_target_appearing_during_the_batch_is_never_overwritten(
     intruder = public / "3.14.0" / "python-3.14.0rc2-amd64.exe"
 
     class Raced(SftpStorage):
-        def _run_batch(self, conn: _Connection, moves: list[_FileMove], touched: Touched) -> bool:
+        def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
             intruder.write_text("exe" if same_content else "someone else's")
             return super()._run_batch(conn, moves, touched)
 
