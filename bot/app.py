@@ -40,7 +40,8 @@ def build_storage(config: Config) -> Storage:
     """The storage backend of ``[storage]``. SFTP reads the key's passphrase from the env."""
     settings = config.model.storage
     if settings.kind == "local":
-        return LocalStorage(config.path(settings.staging), config.path(settings.public))
+        work = config.path(settings.work) if settings.work is not None else None
+        return LocalStorage(config.path(settings.staging), config.path(settings.public), work)
     from bot.storage.sftp import SftpStorage  # paramiko is only loaded when used
 
     assert settings.host and settings.user and settings.key_file and settings.known_hosts
@@ -59,6 +60,7 @@ def build_storage(config: Config) -> Storage:
         public=settings.public,
         passphrase=passphrase,
         group=settings.group,
+        work=settings.work,
     )
 
 

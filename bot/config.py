@@ -243,6 +243,7 @@ class StorageConfig(_Section):
     known_hosts: PathText | None = None
     passphrase_env: str | None = None  # env var holding the key's passphrase, if any
     group: str | None = None  # e.g. "downloads": published files get this group
+    work: str | None = None  # the bot's own folder (copies, aside, lock); default beside public
 
 
 class SignaturesConfig(_Section):
@@ -542,6 +543,44 @@ class Config:
                         "where uploaders or the public could read or change the bot's "
                         "journal; put the state file outside both folders."
                     )
+
+        self._check_work(staging, public)
+
+    def _check_work(self, staging: str, public: str) -> None:
+        """``[storage] work``: the bot's own folder, never staging or public themselves, nor
+        inside staging (the uploaders' area) or holding either of them."""
+        work = self.model.storage.work
+        if work is None:
+            return
+        if self.model.storage.kind == "sftp":
+            if not posixpath.isabs(work):
+                raise ConfigError(
+                    f"{self.origin}: storage.work: {work!r} must be an absolute path on the server."
+                )
+            folder: PurePosixPath | Path = PurePosixPath(posixpath.normpath(work))
+            roots: tuple[PurePosixPath | Path, ...] = (
+                PurePosixPath(staging),
+                PurePosixPath(public),
+            )
+        else:
+            folder = Path(os.path.realpath(self.path(work)))
+            roots = (Path(staging), Path(public))
+        staging_root, public_root = roots
+        if folder == public_root:
+            raise ConfigError(
+                f"{self.origin}: storage.work: {folder} is public itself; give the bot a "
+                "folder of its own on public's filesystem (the default is beside public)."
+            )
+        if folder.is_relative_to(staging_root):
+            raise ConfigError(
+                f"{self.origin}: storage.work: {folder} is staging or inside it, where uploaders "
+                "write; give the bot a folder of its own on public's filesystem."
+            )
+        if staging_root.is_relative_to(folder) or public_root.is_relative_to(folder):
+            raise ConfigError(
+                f"{self.origin}: storage.work: {folder} holds staging or public; give the bot "
+                "a folder of its own beside them."
+            )
 
 
 def person_name_problem(name: str) -> str:

@@ -24,11 +24,41 @@ class StagingUnreachable(StorageError):
 class PromotionConflict(StorageError):
     """A public file exists with content different from the file about to be promoted.
 
-    ``moved`` tells whether this promotion had already made some files public."""
+    ``moved`` tells whether this promotion had already made some files public; ``target``
+    names the public file in the way (under the public root), when known."""
 
-    def __init__(self, message: str, *, moved: bool = False) -> None:
+    def __init__(self, message: str, *, moved: bool = False, target: str = "") -> None:
         super().__init__(message)
         self.moved = moved
+        self.target = target
+
+
+class PublishStopped(StorageError):
+    """A confirmed publish cannot go on by itself: what it would make public is not what the
+    bot copied at the confirmation (a copy changed or vanished, the bot's work folder was
+    replaced), or a public file is not the bot's. Retrying cannot help; the publish stops
+    until the RM acts. ``files`` are the planned paths concerned (those a way out leaves
+    out), empty when the whole publish is."""
+
+    def __init__(self, message: str, files: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.files = files
+
+
+class StagedChanged(StorageError):
+    """At the freeze, staged originals (``paths``) are not the confirmed files any more
+    (``problems``: ``X changed``, ``X is missing``...): the confirmed bytes cannot be had,
+    nothing of the publish was made public."""
+
+    def __init__(self, problems: tuple[str, ...], paths: tuple[str, ...]) -> None:
+        super().__init__(f"staging changed since the plan ({', '.join(problems)})")
+        self.problems = problems
+        self.paths = paths
+
+
+class StateWriteError(StorageError):
+    """The state file could not be written (a full disk, a read-only file): the command or
+    step that needed it did not happen."""
 
 
 class StateLocked(RelbotError):

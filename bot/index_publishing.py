@@ -4,8 +4,9 @@ before ``/publish`` offers a plan, and replacing the live one after everything e
 The rules are in :mod:`bot.domain.windows_index`; this module reads what they need through
 the Storage port and performs the replacement as a compare-and-swap: the plan records the live
 files' SHA-256 when ``/publish`` made it, and at swap time a live file that is neither that nor
-the planned bytes (another publish changed it) stops the publish with nothing replaced.
-Blocking: the gate runs these functions in worker threads.
+the planned bytes (another publish changed it) stops the publish with nothing replaced. The
+files that replace the live ones are the bot's copies, made with the rest at the
+confirmation. Blocking: the gate runs these functions in worker threads.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.domain.windows_index import ABSENT, MAX_INDEX, IndexRules, IndexVerdict, judge_index
-from bot.errors import StagingUnreachable, StorageError
+from bot.errors import PublishStopped, StagingUnreachable, StorageError
 from bot.ports import Storage
 
 INDEX_STEP = "index"
 
 
-class IndexRaceLost(StorageError):
-    """The live index changed between the plan and the swap: it is left alone."""
+class IndexRaceLost(PublishStopped):
+    """The live index changed between the plan and the swap: it is left alone, and the
+    publish waits for the RM (a re-staged index, or finishing without it)."""
 
 
 def pipeline_for(plan: PublishPlan, pipeline: tuple[str, ...]) -> tuple[str, ...]:
@@ -124,47 +126,34 @@ class IndexInspector:
         return self.storage.read(tag, name, MAX_INDEX)
 
 
-def set_aside(storage: Storage, plan: PublishPlan) -> None:
-    """Move the plan's replacing files out of the release's staging folder before promotion
-    (idempotent: a file already set aside with the planned bytes stays as it is)."""
-    for f in plan.replacements:
-        held = storage.read_aside(plan.tag, f.path, MAX_INDEX)
-        if held is None or sha256(held) != f.sha256:
-            storage.set_aside(plan.tag, f.path)
-
-
-def put_back(storage: Storage, plan: PublishPlan) -> None:
-    """Return the files set aside to staging: the publish stopped before anything moved."""
-    for f in plan.replacements:
-        storage.put_back(plan.tag, f.path)
-
-
 def swap(storage: Storage, plan: PublishPlan) -> str:
     """Replace each live file of ``plan.replacements`` (the index, then its catalog) by one
     atomic rename, if it is still what the plan recorded; returns what was done.
 
     Idempotent: a live file that already has the planned bytes is done (a resume after a
     crash between the two renames finishes the second). Raises :class:`IndexRaceLost` before
-    replacing anything when a live file changed since the plan, and StorageError when the
-    file set aside is not the planned one.
+    replacing anything when a live file changed since the plan, and ``PublishStopped`` when
+    the bot's copy is not the confirmed one.
     """
     files = plan.replacements
+    paths = tuple(f.path for f in files)
     live = {f.target: sha256(storage.read_public(f.target, MAX_INDEX)) for f in files}
     for f in files:
         if live[f.target] not in (f.replaces, f.sha256):
             raise IndexRaceLost(
                 f"the live {f.target} changed since /publish {plan.tag} (another publish?), "
                 f"so it was left alone and nothing more of {plan.tag} is published (not "
-                f"registered, not announced); this publish goes on only once the live "
-                f"{f.target} is again the one the plan was made against."
+                "registered, not announced).",
+                paths,
             )
     todo = [f for f in files if live[f.target] != f.sha256]
     for f in todo:
         held = storage.read_aside(plan.tag, f.path, MAX_INDEX)
         if sha256(held) != f.sha256:
-            raise StorageError(
-                f"the {f.path} set aside for {plan.tag} is not the confirmed one "
-                f"({'missing' if held is None else 'different bytes'}); nothing was replaced."
+            raise PublishStopped(
+                f"the bot's copy of {f.path} is not the confirmed one "
+                f"({'missing' if held is None else 'different bytes'}); nothing was replaced.",
+                paths,
             )
     for f in todo:
         storage.replace_public(plan.tag, f.path, f.target)

@@ -1,14 +1,29 @@
-"""The publish pipeline: (sign) → promote → (index) → register → purge → downloads →
-release-page → discourse → announce, after a confirmation. The sign step runs when the RM
-confirmed with a login; the three before the channel's announcement are in
-:mod:`bot.announcing`.
+"""The publish pipeline after a confirmation: freeze → (sign) → promote → (index) → register →
+purge → downloads → release-page → discourse → announce → tidy. The sign step runs when the
+RM confirmed with a login (:mod:`bot.sign_step`); the three before the channel's announcement
+are in :mod:`bot.announcing`.
 
 Each step is an object with a name and an idempotent ``run``; the pipeline journals a step as
 started once and as done with its detail, so a restart resumes where a crash stopped and
-nothing happens twice. A failing step is retried on every scan; the channel hears of each new
-reason once. Steps are found by name (:data:`PIPELINE`, plus the index step when the plan
-replaces live files: ``bot.index_publishing.pipeline_for``, and the sign step first when the
-RM confirmed with a login: ``bot.sign_step``).
+nothing happens twice. Steps are found by name (:data:`PIPELINE`, plus the index step when
+the plan replaces live files: ``bot.index_publishing.pipeline_for``, and the sign step after
+the freeze when the RM confirmed with a login).
+
+A step that fails leaves the publish in exactly one of these states, each told to the channel
+once, in the same words wherever it is shown (the notice, the confirm reply, ``/status``, a
+refused command):
+
+- **waiting**: a cause that goes away (the server unreachable, a full disk, a folder the bot
+  cannot write): retried on every scan; it resumes by itself once the cause is fixed.
+- **stopped**: retrying cannot help (the bot's copies or its work folder are not what it
+  made, a public file is not the bot's, the live index changed): journaled, never retried,
+  with one way out for the RM: ``/abort TAG`` while nothing is public, else ``/publish TAG``
+  to finish without the files concerned (or with a re-staged index).
+- **aborted by itself**: nothing is public and the confirmed bytes cannot be published (a
+  staged file changed before the bot copied it, a public file in the way, signing failed):
+  the claims on changed files are withdrawn and ``/publish`` works again.
+
+``/abort`` is journaled before it acts, and a restart finishes an abort, never the publish.
 """
 
 from __future__ import annotations
@@ -24,11 +39,18 @@ from typing import Protocol
 from bot import announcing, index_publishing, sign_step
 from bot.connections import Connections
 from bot.domain import late
-from bot.domain.history import EventKind, ReleaseState
+from bot.domain.history import EventKind, ReleaseState, Stop
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, RelbotError, StorageError
+from bot.errors import (
+    PromotionConflict,
+    PublishStopped,
+    RelbotError,
+    StagedChanged,
+    StateWriteError,
+    StorageError,
+)
 from bot.login import Logins
 from bot.messages import ChannelKind, ChannelMessage
 from bot.metrics import Metrics
@@ -38,21 +60,34 @@ from bot.refusals import Refusal
 from bot.release_locks import ReleaseLocks
 from bot.render import size_text
 from bot.reporter import Reporter
+from bot.stops import stop_text
 
 log = logging.getLogger(__name__)
 
 BOT = "relbot"  # the actor of events the bot causes itself (a step, a withdrawn claim)
-PIPELINE = ("promote", "register", "purge", *announcing.STEPS, "announce")
+PIPELINE = ("freeze", "promote", "register", "purge", *announcing.STEPS, "announce", "tidy")
+
+# Called when the freeze found staged files that are not the confirmed ones: withdraws the
+# claims on them; returns the people to tell (whoever claimed them).
+StagedChangedHook = Callable[[ReleaseTag, list[str]], Awaitable[list[str]]]
 
 
 @dataclass(frozen=True)
 class Run:
-    """One attempt at one step: the plan, the release as journaled, and whether the frozen
-    files were just hashed (at confirmation)."""
+    """One attempt at one step: the plan, and the release as journaled before it."""
 
     plan: PublishPlan
     state: ReleaseState
-    verified: bool
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run of the pipeline ended: published, or not (``text``: what the channel was
+    told, the same words every message uses); ``aborted`` when it undid itself."""
+
+    published: bool
+    text: str = ""
+    aborted: bool = False
 
 
 class Step(Protocol):
@@ -60,12 +95,36 @@ class Step(Protocol):
 
     async def run(self, run: Run) -> str:
         """Do the step (again: it is idempotent); the detail journaled with it. Raises
-        ``RelbotError`` or ``OSError`` when it must be retried later."""
+        ``RelbotError`` or ``OSError`` when it cannot be done now."""
         ...
 
 
+class Freeze:
+    """The bot's own copy of every confirmed file, hashed as it is made; a staged file that
+    is not the confirmed one any more aborts the publish (nothing of it is public)."""
+
+    name = "freeze"
+
+    def __init__(self, conn: Connections) -> None:
+        self._conn = conn
+
+    async def run(self, run: Run) -> str:
+        # A first attempt drops what an earlier confirmation of the tag left; a resumed one
+        # keeps the copies already made.
+        fresh = run.state.step_started != self.name
+        problems = await asyncio.to_thread(
+            functools.partial(self._conn.storage.freeze, run.plan, fresh=fresh)
+        )
+        if problems:
+            paths = [
+                f.path for f in run.plan.files if any(p.startswith(f"{f.path} ") for p in problems)
+            ]
+            raise StagedChanged(tuple(problems), tuple(paths))
+        return f"{len(run.plan.files)} files copied and hashed"
+
+
 class Promote:
-    """Move the frozen files to their public places, then check they are exactly the plan."""
+    """Make the bot's copies public, then check public against what the bot wrote."""
 
     name = "promote"
 
@@ -75,30 +134,27 @@ class Promote:
         self._public_locks = ReleaseLocks()  # per public folder: one promotion; kept while used
 
     async def run(self, run: Run) -> str:
-        plan, storage = run.plan, self._conn.storage
+        plan, storage = run.plan.promoted, self._conn.storage
         async with contextlib.AsyncExitStack() as stack:
             # Two tags sharing a public folder (3.14.0rc1, rc2 → 3.14.0/) never promote at
             # once: each conflict check must see the other's files.
             for folder in public_folders(plan):
                 await stack.enter_async_context(self._public_locks.hold(folder))
-            # The install index leaves the frozen release first: it replaces the live one
-            # after promotion (the index step), never by promotion's no-clobber moves.
-            await asyncio.to_thread(index_publishing.set_aside, storage, plan)
             report = await asyncio.to_thread(
-                functools.partial(
-                    storage.promote,
-                    plan.promoted,
-                    verified=run.verified,
-                    public_before=run.state.public_before,
-                )
+                functools.partial(storage.promote, plan, public_before=run.state.public_before)
             )
-            problems = await asyncio.to_thread(storage.verify_public, plan.promoted)
-        if problems:
+        if report.problems:
             self._metrics.public_mismatches += 1
-            raise StorageError(
-                f"After the move, the public files differ from the confirmed plan "
-                f"({listing(problems)}); registering and announcing wait until someone "
-                "checks them."
+            files = tuple(
+                f.path
+                for f in plan.files
+                if any(p.startswith(f"{f.target} ") for p in report.problems)
+            )
+            problems = listing(list(report.problems))
+            raise PublishStopped(
+                f"after the move, public files are not the bot's copies ({problems}); they "
+                "are not registered or announced.",
+                files,
             )
         return (
             f"{len(report.renamed)} folders renamed, {report.moved} files moved, "
@@ -188,6 +244,39 @@ class Announce:
         return "announced"
 
 
+class Tidy:
+    """Remove the staged originals the release was copied from (those still exactly what the
+    bot copied) and the bot's copies; a changed original is left in staging and named."""
+
+    name = "tidy"
+
+    def __init__(self, conn: Connections, reporter: Reporter) -> None:
+        self._conn = conn
+        self._reporter = reporter
+
+    async def run(self, run: Run) -> str:
+        plan = run.plan
+        try:
+            left = await asyncio.to_thread(self._conn.storage.tidy, plan)
+        except PublishStopped as err:  # the work folder is not the bot's: touch nothing
+            await self._reporter.notice(
+                plan.tag, f"{plan.tag} is published, but staging was left as it is: {err}"
+            )
+            return f"staging left as it is: {err}"
+        if not left:
+            return "staged originals removed"
+        them = "it" if len(left) == 1 else "them"
+        await self._reporter.notice(
+            plan.tag,
+            f"{listing(left)} changed in staging after /publish {plan.tag} was confirmed, so "
+            f"{'it was' if len(left) == 1 else 'they were'} left there: what is public is "
+            f"the confirmed file. Remove {them} from staging (under another name, {them} "
+            "can be published later as late files).",
+            mentions=who(run.state.publisher),
+        )
+        return f"staged originals removed, {len(left)} left: changed since the confirmation"
+
+
 class Pipeline:
     def __init__(
         self,
@@ -198,6 +287,7 @@ class Pipeline:
         reporter: Reporter,
         *,
         published: Callable[[ReleaseTag], Awaitable[None]],
+        staged_changed: StagedChangedHook | None = None,
         logins: Logins | None = None,
     ) -> None:
         self._conn = conn
@@ -205,7 +295,9 @@ class Pipeline:
         self._metrics = metrics
         self._reporter = reporter
         self._published = published  # called once the PUBLISHED event is journaled
+        self._staged_changed = staged_changed
         steps: list[Step] = [
+            Freeze(conn),
             sign_step.Sign(conn, store, profile, logins or Logins(), actor=BOT),
             Promote(conn, metrics),
             SwapIndex(conn),
@@ -215,80 +307,162 @@ class Pipeline:
             announcing.PublishReleasePage(conn, reporter),
             announcing.PostAnnouncement(conn),
             Announce(conn, profile, store),
+            Tidy(conn, reporter),
         ]
         self.steps = {step.name: step for step in steps}
 
-    async def run(self, state: ReleaseState, *, verified: bool = False) -> None:
-        """Run the confirmed publish of ``state`` from the first step not done. A step that
-        fails stops it (journaled as started once; told to the channel once per reason);
-        ``verified``: the frozen files were just hashed (at confirmation)."""
+    async def run(self, state: ReleaseState) -> Outcome:
+        """Run the confirmed publish of ``state`` from the first step not done (or finish
+        its journaled ``/abort``). A stopped publish is not run again: it waits for the RM."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
-        if await self._reporter.storage_trouble():
-            return  # another bot holds the storage: told once; resumes once it is ours
+        if state.aborting is not None:
+            return Outcome(False, await self.abort(state, BOT), aborted=True)
+        if state.stopped is not None:
+            text = stop_text(tag, state.stopped)
+            self._reporter.remember_trouble(tag, text)  # told when it stopped
+            return Outcome(False, text)
+        if trouble := await self._reporter.storage_trouble():
+            return Outcome(False, trouble)  # another bot holds the storage: told once
         names = index_publishing.pipeline_for(plan, PIPELINE)
-        if state.to_sign:  # confirmed with a login: the files are signed before anything moves
-            names = (sign_step.NAME, *names)
-        for name in names:
-            if name in state.steps_done:
-                continue
-            if state.step_started != name:
-                self._store.append(tag, BOT, EventKind.STEP_STARTED, step=name)
-            try:
-                detail = await self.steps[name].run(Run(plan, state, verified))
-            except PromotionConflict as err:
-                await self._conflict(state, err)
-                return
-            except sign_step.SigningFailed as err:
-                self._metrics.publish_failures += 1
-                await sign_step.call_off(
-                    self._conn, self._store, self._reporter, state, err, actor=BOT
-                )
-                return
-            except (RelbotError, OSError) as err:
-                self._metrics.publish_failures += 1
-                log.warning("publish of %s stopped at %s: %s", tag, name, err)
-                reason = err if isinstance(err, RelbotError) else f"{err.strerror or err}."
-                text = f"Publishing {tag} stopped at {name}: {reason} It resumes by itself."
-                await self._reporter.publish_stopped(tag, text, who(state.publisher))
-                return
-            self._store.append(tag, BOT, EventKind.STEP_DONE, step=name, detail=detail)
-            state = self._store.release(tag)  # a step may add to the plan (the signatures)
-            assert state.publishing is not None
-            plan = state.publishing
-        self._store.append(
-            tag, BOT, EventKind.PUBLISHED, files=len(plan.files), size=plan.total_size
-        )
+        if state.to_sign:  # confirmed with a login: the bot's copies are signed first
+            names = (names[0], sign_step.NAME, *names[1:])
+        try:
+            for name in names:
+                if name in state.steps_done:
+                    continue
+                if state.step_started != name:
+                    self._store.append(tag, BOT, EventKind.STEP_STARTED, step=name)
+                try:
+                    detail = await self.steps[name].run(Run(plan, state))
+                except StagedChanged as err:
+                    return await self._undo(state, err, withdraw=list(err.paths))
+                except sign_step.SigningFailed as err:
+                    self._metrics.publish_failures += 1
+                    text = await sign_step.call_off(
+                        self._conn, self._store, self._reporter, state, err, actor=BOT
+                    )
+                    return Outcome(False, text, aborted=True)
+                except PromotionConflict as err:
+                    if not err.moved and not await self._public_or_unknown(state):
+                        return await self._undo(state, err)
+                    files = [f.path for f in plan.files if f.target == err.target]
+                    return await self._stop(state, name, PublishStopped(str(err), tuple(files)))
+                except PublishStopped as err:
+                    return await self._stop(state, name, err)
+                except StateWriteError:
+                    raise
+                except (RelbotError, OSError) as err:
+                    return await self._wait(state, name, err)
+                self._store.append(tag, BOT, EventKind.STEP_DONE, step=name, detail=detail)
+                state = self._store.release(tag)  # a step may add to the plan (signatures)
+                assert state.publishing is not None
+                plan = state.publishing
+            self._store.append(
+                tag, BOT, EventKind.PUBLISHED, files=len(plan.files), size=plan.total_size
+            )
+        except StateWriteError as err:
+            text = (
+                f"Publishing {tag} waits: {err} Nothing more happens until the state file "
+                "can be written again; then it resumes by itself."
+            )
+            await self._reporter.publish_stopped(tag, text, who(state.publisher))
+            return Outcome(False, text)
         self._metrics.publishes += 1
         await self._published(tag)
+        return Outcome(True)
 
-    async def _conflict(self, state: ReleaseState, err: PromotionConflict) -> None:
-        """A public file in the way: undo the publish when nothing moved, else stop and tell."""
-        plan, tag, storage = state.publishing, state.tag, self._conn.storage
-        assert plan is not None
-        if not err.moved and not await self._public_or_unknown(state):
-            with contextlib.suppress(StorageError):  # else stays stuck: /abort retries
-                await asyncio.to_thread(storage.thaw, plan)
-                await asyncio.to_thread(index_publishing.put_back, storage, plan)
-                self._store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
-                await self._reporter.notice(
-                    tag,
-                    f"Publishing {tag} was stopped before anything moved: {err} "
-                    "Its files are back in staging.",
-                    mentions=who(state.publisher),
-                )
-                return
+    async def _wait(self, state: ReleaseState, step: str, err: RelbotError | OSError) -> Outcome:
+        """A cause that goes away: retried on every scan, told (and logged) once."""
+        tag = state.tag
         self._metrics.publish_failures += 1
+        reason = err if isinstance(err, RelbotError) else f"{err.strerror or err}."
+        if step == "freeze":
+            out = f"; /abort {tag} cancels it (nothing of it is public)"
+        elif step == "promote":
+            out = f"; /abort {tag} cancels it while nothing of it is public"
+        else:
+            out = ""
         text = (
-            f"Publishing {tag} stopped part-way: {err} Some files are public already; "
-            "remove the conflicting file and it resumes by itself."
+            f"Publishing {tag} stopped at {step}: {reason} It resumes by itself once that "
+            f"is fixed{out}."
         )
+        if await self._reporter.publish_stopped(tag, text, who(state.publisher)):
+            log.warning("publish of %s stopped at %s: %s", tag, step, reason)
+        return Outcome(False, text)
+
+    async def _stop(self, state: ReleaseState, step: str, err: PublishStopped) -> Outcome:
+        """Retrying cannot help: journal the stop, tell it once; the RM has one way out."""
+        tag = state.tag
+        self._metrics.publish_failures += 1
+        public = step not in ("freeze", "promote") or await self._public_or_unknown(state)
+        stop = Stop(step, str(err), public, err.files)
+        self._store.append(
+            tag,
+            BOT,
+            EventKind.STOPPED,
+            step=step,
+            reason=stop.reason,
+            public=public,
+            files=list(stop.files),
+        )
+        text = stop_text(tag, stop)
+        log.warning("%s", text)
         await self._reporter.publish_stopped(tag, text, who(state.publisher))
+        return Outcome(False, text)
+
+    async def _undo(
+        self, state: ReleaseState, err: StorageError, *, withdraw: list[str] | None = None
+    ) -> Outcome:
+        """Nothing of the publish is public and it cannot be what was confirmed: drop the
+        bot's copies and abort it; claims on changed files are withdrawn."""
+        tag = state.tag
+        with contextlib.suppress(StorageError):  # copies left behind are dropped next time
+            await asyncio.to_thread(self._conn.storage.discard, tag)
+        self._store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
+        mentions = who(state.publisher)
+        if withdraw is None:
+            text = (
+                f"Publishing {tag} was stopped before anything moved: {err} Nothing was made "
+                f"public and staging is as it was; /publish {tag} works again once that is "
+                "sorted out."
+            )
+        else:
+            claimers = await self._staged_changed(tag, withdraw) if self._staged_changed else []
+            mentions += [p for p in claimers if p not in mentions]
+            text = (
+                f"Publishing {tag} was stopped before anything moved: {err}, so the confirmed "
+                "files cannot be had. Nothing was made public; the claims on those files "
+                f"were withdrawn: say /ready again once they are right, then /publish {tag}."
+            )
+        self._reporter.clear_trouble(tag)
+        await self._reporter.notice(tag, text, mentions=mentions)
+        return Outcome(False, text, aborted=True)
+
+    async def abort(self, state: ReleaseState, person: str) -> str:
+        """Finish a journaled ``/abort``: drop the bot's copies (staging was never touched)
+        and record the publish as aborted; returns what the RM is told."""
+        tag = state.tag
+        kept = ""
+        try:
+            await asyncio.to_thread(self._conn.storage.discard, tag)
+        except PublishStopped as err:  # never touch a folder that is not the bot's
+            kept = f" The bot's copies were not removed: {err}"
+        reason = state.aborting or f"aborted by {person} with /abort"
+        self._store.append(tag, person, EventKind.ABORTED, reason=reason)
+        self._reporter.clear_trouble(tag)
+        await self._reporter.notice(
+            tag, f"The publish of {tag} was aborted ({reason}); nothing was made public."
+        )
+        return (
+            f"Publishing {tag} was aborted: nothing was made public, and staging holds the "
+            f"files as the uploaders left them (the bot only copied them).{kept} Claims are "
+            f"unchanged and /publish {tag} works again."
+        )
 
     async def made_public(self, state: ReleaseState) -> list[str]:
         """Planned targets this publish has made public (those public before do not count).
-        When storage cannot tell, assume something is: abort must never half-undo. Raises
-        :class:`Refusal` when storage cannot tell."""
+        Raises :class:`Refusal` when storage cannot tell."""
         assert state.publishing is not None
         if "promote" in state.steps_done:
             return [f.target for f in state.publishing.files]
@@ -300,6 +474,7 @@ class Pipeline:
         return [t for t in present if t not in before]
 
     async def _public_or_unknown(self, state: ReleaseState) -> bool:
+        """When storage cannot tell, assume something is: an abort must never half-undo."""
         try:
             return bool(await self.made_public(state))
         except Refusal:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from bot.domain.announcement import Announcement, Topic
 from bot.domain.files import Listing
 from bot.domain.history import Event, EventKind, ReleaseState
-from bot.domain.plan import PublishPlan
+from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelMessage
@@ -19,11 +19,14 @@ from bot.storage.lock import Holder, StorageLease
 @dataclass(frozen=True)
 class PromotionReport:
     """What a promotion did: ``renamed`` folders moved whole, ``moved`` single files,
-    ``already`` files found public with the planned content (a resumed promotion)."""
+    ``already`` files found public with the planned content (a resumed promotion), and the
+    ``problems`` of the check that followed: public files that are not what the bot wrote
+    (``X differs``, ``X is missing``...)."""
 
     renamed: tuple[str, ...] = ()
     moved: int = 0
     already: int = 0
+    problems: tuple[str, ...] = ()
 
 
 class Storage(Protocol):
@@ -57,37 +60,40 @@ class Storage(Protocol):
         a digest while size and mtime are unchanged, except when ``fresh`` is asked."""
         ...
 
-    def freeze(self, plan: PublishPlan) -> list[str]:
-        """At confirmation: move the plan's staged files into the bot's own area (same
-        filesystem, mode 0700, checked before each use), hash them there and return what
-        differs from the plan (``X changed``, ``X is missing``...; empty when exact)."""
+    def freeze(self, plan: PublishPlan, *, fresh: bool = True) -> list[str]:
+        """Copy the plan's staged files into the bot's work folder (owned by the bot, mode
+        0444, on public's filesystem), hashing each copy; returns what differs from the plan
+        (``X changed``, ``X is missing``...; empty when exact: every copy is in place).
+        Copies already made are kept; ``fresh`` (a new confirmation) drops leftovers of an
+        earlier one first. The staged originals are left as they are."""
         ...
 
-    def promote(
-        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
-    ) -> PromotionReport:
-        """Make the plan's frozen files public, all at once where possible; idempotent.
+    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+        """Make the bot's copies of the plan public, all at once where possible; idempotent.
+        Then check every public file against the bot's copy (by identity, by hash where
+        identity cannot tell): the report's ``problems``.
 
-        Freezes what is still staged, then (unless ``verified`` by a freeze just before)
-        hashes the frozen files and raises ``FrozenMismatch`` naming any that differ from the
-        plan. Never overwrites a public file with different content: that raises
-        ``PromotionConflict`` (``moved`` says whether files were public by then). Run again
-        after a crash, it finishes the job and reports what was already done.
+        Raises ``PublishStopped`` when a copy is missing or changed or the work folder is not
+        the bot's, ``PromotionConflict`` when a public file would be overwritten (``moved``
+        says whether files were public by then), ``StorageError`` when a public folder is in
+        the way or cannot be written (naming it, and the files public by then).
         ``public_before``: targets that were public before the confirmation.
         """
-        ...
-
-    def verify_public(self, plan: PublishPlan) -> list[str]:
-        """After promotion, hashed where the files live: what differs from the plan."""
         ...
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         """The plan's public targets that exist now."""
         ...
 
-    def thaw(self, plan: PublishPlan) -> list[str]:
-        """Put frozen files back in staging (``/abort``), never over a file uploaded there
-        since; returns those that clashed (they stay frozen)."""
+    def discard(self, tag: ReleaseTag) -> None:
+        """Drop the bot's copies of ``tag`` (``/abort``); staging is not touched. Raises
+        ``PublishStopped`` when the work folder is not the bot's (nothing is touched)."""
+        ...
+
+    def tidy(self, plan: PublishPlan) -> list[str]:
+        """Once the plan is public: remove each staged original still identical to the file
+        the bot copied, and the bot's copies; returns the originals left in staging because
+        they changed after the confirmation."""
         ...
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
@@ -101,12 +107,11 @@ class Storage(Protocol):
         ``data`` (a repeated write is done)."""
         ...
 
-    def write_frozen(self, plan: PublishPlan, path: str, data: bytes) -> None:
-        """Put a small file (a signature the bot made) beside the plan's frozen files, in
-        the bot's own area, whole or not at all (a hidden temporary name, then a rename);
-        what an earlier attempt left under that name is replaced. ``path`` is relative to
-        the release folder, like a plan file's. StorageError when the area is not the bot's
-        or the release's files are not frozen there."""
+    def write_frozen(self, plan: PublishPlan, made: Sequence[tuple[PlanFile, bytes]]) -> None:
+        """Add files the bot made (the signatures of the confirmed files: each planned file
+        with its bytes) to its own copies of ``plan``, as the freeze makes copies (the bot's,
+        read-only, only when the bytes are the planned ones). StorageError when the work
+        folder is not the bot's or a copy cannot be made."""
         ...
 
     # Files that replace live ones (the install index), published after promotion. Each
@@ -115,23 +120,14 @@ class Storage(Protocol):
         """A small file under the public root (``index-windows.json``), or None if absent."""
         ...
 
-    def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file of the release (from the frozen area, else from staging) into the
-        bot's aside folder, so promotion and later uploads leave it alone; nothing when it is
-        in neither place."""
-        ...
-
-    def put_back(self, tag: ReleaseTag, path: str) -> None:
-        """Undo :meth:`set_aside` (a publish stopped before anything moved); a file staged
-        since under the same name is kept, never replaced."""
-        ...
-
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
-        """A file set aside, whole, or None if it is not there."""
+        """The bot's copy of a file that replaces a live one (made by the freeze), whole, or
+        None if it is not there."""
         ...
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
-        """Replace the public ``target`` with the file set aside by ONE atomic rename."""
+        """Replace the public ``target`` with the bot's copy of ``path`` by ONE atomic
+        rename."""
         ...
 
     def staging_location(self, tag: ReleaseTag) -> str:

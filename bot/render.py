@@ -224,7 +224,10 @@ def _event_detail(event: Event) -> str:
                 time.strftime("%H:%M:%SZ", time.gmtime(float(data["expires_at"])))
             )
         case EventKind.CONFIRMED:
-            return f"plan {str(data['digest'])[:12]}"
+            left = data.get("left_out") or []
+            finishing = f", finishing without {', '.join(left)}" if left else ""
+            finishing = finishing or (", finishing" if data.get("finishing") else "")
+            return f"plan {str(data['digest'])[:12]}{finishing}"
         case EventKind.SIGNED:
             return f"{count(int(data['signed']), 'file')} signed as {data['identity']}"
         case EventKind.STEP_STARTED:

@@ -22,6 +22,7 @@ from bot.errors import StorageError, StorageLocked
 from bot.messages import ChannelKind, ChannelMessage
 from bot.ports import Journal
 from bot.render import summary_text
+from bot.stops import stop_text
 from bot.team import Team
 
 log = logging.getLogger(__name__)
@@ -71,20 +72,31 @@ class Reporter:
         self._told.pop(str(tag), None)
 
     def trouble(self, tag: ReleaseTag) -> str:
-        """The last reason a publish of ``tag`` stopped, as told ("" for none)."""
+        """The last reason a publish of ``tag`` stopped, as told ("" for none); a stop the
+        journal holds is told in its own words, even before this process told it."""
         told = self._told.get(str(tag))
-        return told.pipeline_trouble if told is not None else ""
+        if told is not None and told.pipeline_trouble:
+            return told.pipeline_trouble
+        stopped = self._store.release(tag).stopped
+        return stop_text(tag, stopped) if stopped is not None else ""
 
     def clear_trouble(self, tag: ReleaseTag) -> None:
         if (told := self._told.get(str(tag))) is not None:
             told.pipeline_trouble = ""
 
-    async def publish_stopped(self, tag: ReleaseTag, text: str, mentions: Sequence[str]) -> None:
-        """Tell the channel why a publish stopped, once per new reason."""
+    async def publish_stopped(self, tag: ReleaseTag, text: str, mentions: Sequence[str]) -> bool:
+        """Tell the channel why a publish stopped, once per new reason; whether it was told
+        now."""
         told = self._told.setdefault(str(tag), Told())
-        if told.pipeline_trouble != text:
-            told.pipeline_trouble = text
-            await self.notice(tag, text, mentions=mentions)
+        if told.pipeline_trouble == text:
+            return False
+        told.pipeline_trouble = text
+        await self.notice(tag, text, mentions=mentions)
+        return True
+
+    def remember_trouble(self, tag: ReleaseTag, text: str) -> None:
+        """What a publish stopped on, told before (by this process or before a restart)."""
+        self._told.setdefault(str(tag), Told()).pipeline_trouble = text
 
     async def scan_failed(self, tag: ReleaseTag, err: StorageError) -> None:
         """A scan could not finish looking at ``tag`` (the others were scanned): logged

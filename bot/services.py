@@ -22,7 +22,7 @@ from bot.domain.history import EventKind, ReleaseState
 from bot.domain.plan import PublishPlan, make_plan
 from bot.domain.signing import sign_command
 from bot.domain.tags import ReleaseTag
-from bot.errors import RegistryError, RelbotError
+from bot.errors import RegistryError, RelbotError, StorageError
 from bot.login import Logins
 from bot.metrics import Metrics
 from bot.observer import Observer
@@ -78,6 +78,7 @@ class Services:
             self.reporter,
             published=self._published,
             logins=self.logins,
+            staged_changed=self._staged_changed,
         )
 
     def lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]:
@@ -136,6 +137,29 @@ class Services:
         if self.observer.index is not None:
             self.observer.index.forget()  # the live index may have changed: judge afresh
         await self.refresh(tag)
+
+    async def _staged_changed(self, tag: ReleaseTag, paths: list[str]) -> list[str]:
+        """The bot found staged files that are not the confirmed ones when it copied them:
+        withdraw the claims on them, with the reason, and hash them afresh, so that the
+        role's next /ready and the next /publish see what they hold now (a rewrite that
+        kept size and mtime fools every cache). Returns who made those claims."""
+        state = self.store.release(tag)
+        claimers = []
+        for role, claim in state.claims.items():
+            changed = sorted({f.path for f in claim.snapshot} & set(paths))
+            if not changed:
+                continue
+            reason = f"{', '.join(changed)} changed after /ready (found at the confirmation)"
+            self.store.append(tag, BOT, EventKind.WITHDRAWN, role=role, reason=reason)
+            claimers.append(claim.person)
+        try:
+            listing = await asyncio.to_thread(self.conn.storage.list_staging, tag)
+            present = [p for p in paths if listing and p in listing and listing[p].regular]
+            if listing and present:
+                await self.observer.digest(tag, listing, present, fresh=True)
+        except StorageError:
+            pass  # the next scan lists it again; the claims are withdrawn already
+        return claimers
 
     async def scan_release(self, tag: ReleaseTag) -> None:
         """A scan's look at one open release: list it, withdraw claims whose files changed,

@@ -1,34 +1,35 @@
-"""The publish pipeline's first step when the RM confirmed with a login: sign the frozen files.
+"""The publish pipeline's step after the freeze when the RM confirmed with a login: sign the
+bot's copies.
 
-At the confirmation the freeze moved the plan's files into the bot's own area and hashed them
-there; a freeze without problems means those hashes are the plan's. This step signs exactly
-those digests (the files are not read again) with the identity the confirmation handed over,
-verifies every bundle against the branch's signer as the gate does, writes ``F.sig``,
-``F.crt`` and ``F.sigstore`` beside each frozen file, and journals the plan with them, so
-they are promoted, registered and announced with the rest.
+The freeze made the bot's own copy of every confirmed file and hashed it as it was written;
+a freeze that finished means those hashes are the plan's. This step signs exactly those
+digests (the files are not read again) with the identity the confirmation handed over,
+verifies every bundle against the branch's signer as the gate does, adds ``F.sig``,
+``F.crt`` and ``F.sigstore`` to the bot's copies, and journals the plan with them, so they
+are promoted, registered and announced with the rest.
 
 A failure (the log or the CA unreachable, an expired token, a bundle that does not verify, a
-login lost in a restart) calls the publish off before anything is public: the files go back
-to staging, the channel is told why once, and the RM asks for a new plan and login.
+login lost in a restart) calls the publish off before anything is public: the bot's copies
+are dropped (staging was never touched), the channel is told why once, and the RM asks for a
+new plan and login.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from bot import index_publishing
 from bot.connections import Connections
 from bot.domain.history import EventKind, ReleaseState, plan_to_json
 from bot.domain.profile import Profile
-from bot.domain.signing import BUNDLE_SUFFIX, SignatureStatus
+from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
 from bot.domain.signing_plan import sidecar_files, with_signatures
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StorageError
 from bot.login import Handover, Logins
-from bot.pinning import listing
 from bot.ports import Journal
 from bot.reporter import Reporter
 
@@ -73,26 +74,27 @@ class Sign:
                 "the login given with the confirmation is gone (the bot restarted, or an "
                 "earlier attempt used it)"
             )
-        if not run.verified:
+        if "freeze" not in state.steps_done:
             raise SigningFailed(
-                "the confirmed files could not be frozen and hashed at the confirmation, so "
-                "there are no checked digests to sign"
+                "the bot has no checked copies of the confirmed files, so there are no "
+                "digests to sign"
             )
         files = {f.path: f for f in plan.files if f.path in set(to_sign)}
         digests = {path: f.sha256 for path, f in files.items()}
         contents = await asyncio.to_thread(self._sign, plan.tag, handover, digests)
         identity, issuer = handover.identity
-        storage = self._conn.storage
+        made = [
+            (sidecar, contents[path][suffix])
+            for path in to_sign
+            for suffix, sidecar in zip(
+                SIDECARS, sidecar_files(files[path], contents[path]), strict=True
+            )
+        ]
         try:
-            for path in to_sign:
-                for suffix, data in contents[path].items():
-                    await asyncio.to_thread(storage.write_frozen, plan, path + suffix, data)
+            await asyncio.to_thread(self._conn.storage.write_frozen, plan, made)
         except StorageError as err:
-            raise SigningFailed(
-                f"writing the signatures beside the frozen files failed: {err}"
-            ) from err
-        sidecars = [s for path in to_sign for s in sidecar_files(files[path], contents[path])]
-        signed = with_signatures(plan, sidecars, self._profile.is_index)
+            raise SigningFailed(f"adding the signatures to the bot's copies failed: {err}") from err
+        signed = with_signatures(plan, [f for f, _ in made], self._profile.is_index)
         self._store.append(
             plan.tag,
             self._actor,
@@ -135,31 +137,20 @@ async def call_off(
     err: SigningFailed,
     *,
     actor: str,
-) -> None:
-    """Undo a confirmed publish whose signing failed (nothing is public yet): its files go
-    back to staging and the channel hears why, once. When putting them back fails, the
-    publish stays stopped and ``/abort`` retries."""
-    plan, tag, publisher = state.publishing, state.tag, state.publisher
-    assert plan is not None
+) -> str:
+    """Undo a confirmed publish whose signing failed (nothing is public yet): the bot's
+    copies are dropped and the channel hears why, once; returns what it was told."""
+    tag, publisher = state.tag, state.publisher
     mentions = [publisher] if publisher and publisher != actor else []
     log.warning("signing %s failed: %s", tag, err)
-    try:
-        clashes = await asyncio.to_thread(conn.storage.thaw, plan)
-        await asyncio.to_thread(index_publishing.put_back, conn.storage, plan)
-    except StorageError as undo:
-        await reporter.publish_stopped(
-            tag,
-            f"Publishing {tag} stopped before anything became public: signing failed ({err}), "
-            f"and putting its files back in staging failed too ({undo}); /abort {tag} retries.",
-            mentions,
-        )
-        return
+    with contextlib.suppress(StorageError):  # copies left behind are dropped next time
+        await asyncio.to_thread(conn.storage.discard, tag)
     store.append(tag, actor, EventKind.ABORTED, reason=f"{SIGNING_FAILED}: {err}")
-    kept = f" ({listing(clashes)} stayed in the bot's area: a newer upload has its name)"
-    await reporter.notice(
-        tag,
+    text = (
         f"Publishing {tag} was called off before anything became public: signing failed "
-        f"({err}). Its files are back in staging{kept if clashes else ''}; type /publish {tag} "
-        "for a new plan and login link, then confirm again.",
-        mentions=mentions,
+        f"({err}). Staging is as the uploaders left it; type /publish {tag} for a new plan "
+        "and login link, then confirm again."
     )
+    reporter.clear_trouble(tag)
+    await reporter.notice(tag, text, mentions=mentions)
+    return text

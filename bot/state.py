@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -16,8 +17,10 @@ from typing import Any
 from bot.domain.history import Event, EventKind, ReleaseState, fold
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown
-from bot.errors import StateFileError, StateLocked, StorageError, TagError
+from bot.errors import StateFileError, StateLocked, StateWriteError, StorageError, TagError
 from bot.regular_files import special_file_kind
+
+log = logging.getLogger(__name__)
 
 # Migration N takes a file from schema N-1 to N; ``PRAGMA user_version`` records where a
 # file is. Never edit a released migration: add the next one.
@@ -221,22 +224,35 @@ class StateStore:
         return None if row is None else str(row[0])
 
     def set_summary_ref(self, tag: ReleaseTag, ref: str) -> None:
-        self._db.execute(
-            "INSERT INTO summaries (tag, ref) VALUES (?, ?) "
-            "ON CONFLICT (tag) DO UPDATE SET ref = excluded.ref",
-            (str(tag), ref),
-        )
+        try:
+            self._db.execute(
+                "INSERT INTO summaries (tag, ref) VALUES (?, ?) "
+                "ON CONFLICT (tag) DO UPDATE SET ref = excluded.ref",
+                (str(tag), ref),
+            )
+        except sqlite3.OperationalError as err:  # where to edit: a restart posts anew
+            log.warning("%s", self._write_error(err))
 
     def close(self) -> None:
         self._db.close()
 
     def append(self, tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Event:
+        """Record one event, durable when this returns. Raises :class:`StateWriteError`
+        when the file cannot be written (a full disk, a read-only file): nothing was
+        recorded. A refusal that cannot be recorded is logged instead: it changed nothing."""
         at = self._clock()
         text = json.dumps(data, sort_keys=True)
-        cursor = self._db.execute(
-            "INSERT INTO events (at, tag, actor, kind, data) VALUES (?, ?, ?, ?, ?)",
-            (at, str(tag), actor, kind.value, text),
-        )
+        try:
+            cursor = self._db.execute(
+                "INSERT INTO events (at, tag, actor, kind, data) VALUES (?, ?, ?, ?, ?)",
+                (at, str(tag), actor, kind.value, text),
+            )
+        except sqlite3.OperationalError as err:
+            error = self._write_error(err)
+            if kind is EventKind.REFUSED:
+                log.warning("%s The refusal of %r was not recorded.", error, data.get("command"))
+                return Event(0, at, str(tag), actor, kind, data)
+            raise error from err
         assert cursor.lastrowid is not None
         return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
 
@@ -245,6 +261,18 @@ class StateStore:
         anything is recorded (by this process or another), so views cache on it."""
         row = self._db.execute("SELECT MAX(id) FROM events").fetchone()
         return int(row[0] or 0)
+
+    def _write_error(self, err: sqlite3.OperationalError) -> StateWriteError:
+        """The one sentence of a write that failed: the disk is full, or the file cannot be
+        written any more."""
+        text = str(err).lower()
+        if "full" in text:
+            why = "the disk is full; free space there"
+        elif "readonly" in text or "read-only" in text:
+            why = "it is read-only now; give this user write access to it again"
+        else:
+            why = f"{err}; check the disk"
+        return StateWriteError(f"Cannot write the state file {self.path}: {why}.")
 
     def events(self, tag: ReleaseTag) -> list[Event]:
         """``tag``'s events, oldest first; :class:`StateFileError` when one of them cannot

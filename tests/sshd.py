@@ -62,7 +62,9 @@ class SshServer:
                     "ListenAddress 127.0.0.1",
                     f"HostKey {host_key}",
                     f"PidFile {root / 'sshd.pid'}",
-                    f"AuthorizedKeysFile {root / 'authorized_keys'}",
+                    # Then the user's own file: accounts other than the one running the
+                    # tests (an uploader) log in with keys of their own.
+                    f"AuthorizedKeysFile {root / 'authorized_keys'} .ssh/authorized_keys",
                     "PasswordAuthentication no",
                     "KbdInteractiveAuthentication no",
                     "UsePAM no",

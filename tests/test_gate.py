@@ -303,7 +303,7 @@ async def test_reused_confirmation_code_is_refused(world: World, tmp_path: Path)
     conflict.parent.mkdir(parents=True)
     conflict.write_text("an older, different build")
     first = await world.say("hugo", line)
-    assert first.private and "did not finish" in first.text
+    assert first.private and "was stopped before anything moved" in first.text
     assert any("before anything moved" in n for n in world.chat.texts(ChannelKind.NOTICE))
     assert world.public_files() == {"3.14.0/python-3.14.0rc1-macos11.pkg"}
     second = await world.say("hugo", line)

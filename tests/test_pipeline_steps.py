@@ -45,6 +45,7 @@ def test_every_step_a_publish_can_journal_has_its_object(tmp_path: Path) -> None
     names = index_publishing.pipeline_for(plan(index), PIPELINE)
 
     assert names == (
+        "freeze",
         "promote",
         "index",
         "register",
@@ -53,6 +54,7 @@ def test_every_step_a_publish_can_journal_has_its_object(tmp_path: Path) -> None
         "release-page",
         "discourse",
         "announce",
+        "tidy",
     )
     assert {*names, sign_step.NAME} == set(steps)  # sign: when confirmed with a login
     assert all(steps[name].name == name for name in names)

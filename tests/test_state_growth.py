@@ -230,11 +230,23 @@ EVENT_DATA: dict[EventKind, st.SearchStrategy[dict[str, Any]]] = {
         st.sampled_from([None, "bugfix", "security"]),
     ),
     EventKind.PLAN_DROPPED: st.just({"reason": "withdrawn by a re-spin"}),
-    EventKind.CONFIRMED: st.builds(lambda c: {"code_hash": code_hash(c), "digest": "x"}, CODES),
+    EventKind.CONFIRMED: st.builds(
+        lambda c, f: (
+            {"code_hash": code_hash(c), "digest": "x"} | ({"finishing": True} if f else {})
+        ),
+        CODES,
+        st.booleans(),
+    ),
     EventKind.STEP_STARTED: st.builds(lambda s: {"step": s}, STEPS),
     EventKind.STEP_DONE: st.builds(lambda s: {"step": s, "detail": "done"}, STEPS),
     EventKind.PUBLISHED: st.just({"files": 1, "size": 2}),
     EventKind.ABORTED: st.just({"reason": "a conflict"}),
+    EventKind.ABORTING: st.just({"reason": "aborted by hugo with /abort"}),
+    EventKind.STOPPED: st.builds(
+        lambda s, p: {"step": s, "reason": "a copy changed", "public": p, "files": ["a.tgz"]},
+        STEPS,
+        st.booleans(),
+    ),
     EventKind.REFUSED: st.just({"command": "/publish 3.14.1", "reason": "not an RM"}),
     EventKind.WAIVED: st.builds(
         lambda t: {"target": t, "role": t == "macos", "reason": "not this time"},

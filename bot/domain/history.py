@@ -31,6 +31,8 @@ class EventKind(StrEnum):
     STEP_DONE = "step-done"  # step, detail
     PUBLISHED = "published"  # files, size
     ABORTED = "aborted"  # reason: a publish stopped or cancelled (/abort) before anything moved
+    ABORTING = "aborting"  # reason: /abort, journaled before it acts (a restart finishes it)
+    STOPPED = "stopped"  # step, reason, public, files: a publish that waits for the RM
     REFUSED = "refused"  # command, reason (audit only: changes no state)
     WAIVED = "waived"  # target, role (bool), reason
     UNWAIVED = "unwaived"  # target
@@ -62,6 +64,18 @@ class Offer:
     status: str | None = None
 
 
+@dataclass(frozen=True)
+class Stop:
+    """A confirmed publish that cannot go on by itself (retrying cannot help): the step it
+    stopped at, why, whether anything of it is public, and the planned paths concerned
+    (those a finishing confirmation leaves out)."""
+
+    step: str
+    reason: str
+    public: bool
+    files: tuple[str, ...] = ()
+
+
 @dataclass
 class ReleaseState:
     tag: ReleaseTag
@@ -76,6 +90,8 @@ class ReleaseState:
     steps_done: dict[str, str] = field(default_factory=dict)  # step → detail
     step_started: str | None = None  # the step started last and not done (a stuck publish)
     public_before: tuple[str, ...] = ()  # planned targets already public at confirmation
+    stopped: Stop | None = None  # the publish waits for the RM (see Stop)
+    aborting: str | None = None  # /abort journaled, not finished (its reason)
     published_at: float | None = None
     published_by: str | None = None
     waivers: dict[str, Waiver] = field(default_factory=dict)  # target → waiver
@@ -157,20 +173,37 @@ def _apply(state: ReleaseState, event: Event) -> None:
         case EventKind.PLAN_DROPPED:
             _drop_offer(state, data.get("reason", "withdrawn"))
         case EventKind.CONFIRMED:
-            if state.offer is not None:
+            if state.offer is not None and data.get("finishing") and state.publishing:
+                # The RM's way out of a stopped publish: the same publish goes on with this
+                # plan (some files left out, or a re-staged index) from where it stopped.
+                state.publishing = state.offer.plan
+                state.publisher = event.actor
+                state.stopped = None
+            elif state.offer is not None:
                 state.publishing = state.offer.plan
                 state.publisher = event.actor
                 state.steps_done.clear()  # a late publish runs the pipeline again
                 state.public_before = tuple(data.get("public_before", ()))
                 state.to_sign = state.offer.to_sign
                 state.publishing_status = state.offer.status
+                state.stopped, state.aborting = None, None
             _drop_offer(state, "already used")
         case EventKind.STEP_STARTED:
             state.step_started = data["step"]
         case EventKind.STEP_DONE:
             state.steps_done[data["step"]] = data.get("detail", "")
             state.step_started = None
+        case EventKind.STOPPED:
+            state.stopped = Stop(
+                data["step"],
+                data["reason"],
+                bool(data.get("public", False)),
+                tuple(data.get("files", ())),
+            )
+        case EventKind.ABORTING:
+            state.aborting = str(data.get("reason", ""))
         case EventKind.PUBLISHED:
+            state.stopped = None
             if state.published_at is None:  # the first publish; later ones add late files
                 state.published_at = event.at
                 state.published_by = state.publisher or event.actor
@@ -191,6 +224,7 @@ def _apply(state: ReleaseState, event: Event) -> None:
             state.to_sign, state.publishing_status = (), None
             state.steps_done.clear()
             state.step_started, state.public_before = None, ()
+            state.stopped, state.aborting = None, None
         case EventKind.WAIVED:
             state.waivers[data["target"]] = Waiver(
                 data["target"], bool(data["role"]), event.actor, data.get("reason", ""), event.at

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS
@@ -47,4 +48,4 @@ def with_signatures(
     last = next(
         (i for i, f in enumerate(files) if f.is_replacement or is_index(f.path)), len(files)
     )
-    return PublishPlan(plan.tag, (*files[:last], *sidecars, *files[last:]), plan.waivers)
+    return replace(plan, files=(*files[:last], *sidecars, *files[last:]))

@@ -17,13 +17,14 @@ from bot.domain import commands as cmd
 from bot.domain.history import ReleaseState
 from bot.handlers.announce import announce
 from bot.handlers.claims import ready, unready
+from bot.handlers.finishing import while_publishing
 from bot.handlers.holds import hold, unhold
 from bot.handlers.publishing import abort, confirm, publish
 from bot.handlers.respin import respin
 from bot.handlers.status import status
 from bot.handlers.waivers import unwaive, waive
 from bot.messages import Reply
-from bot.pinning import ALLOWED_WHILE_PUBLISHING, busy_refusal
+from bot.pinning import ALLOWED_WHILE_PUBLISHING
 from bot.refusals import Refusal
 from bot.render import when
 from bot.services import Services
@@ -65,6 +66,7 @@ async def dispatch(s: Services, person: str, command: cmd.Command) -> Reply:
             f"{tag} is already published (by {state.published_by} at "
             f"{when(state.published_at)}); nothing to change."
         )
-    if state.publishing is not None and not isinstance(command, ALLOWED_WHILE_PUBLISHING):
-        raise Refusal(busy_refusal(tag, s.reporter.trouble(tag)))
+    busy = state.publishing is not None and not isinstance(command, ALLOWED_WHILE_PUBLISHING)
+    if busy and (refused := while_publishing(s, state, command)) is not None:
+        raise Refusal(refused)
     return await HANDLERS[type(command)](s, person, command, state)

@@ -1,14 +1,18 @@
 """``/publish TAG``, ``/publish TAG confirm CODE [LOGIN]`` and ``/abort TAG``: an RM's plan
-(with a Sigstore login when files must be signed), its confirmation (the login checked, the
-files frozen, then the pipeline, which signs them first) and cancelling it while nothing is
-public."""
+(with a Sigstore login when files must be signed), its confirmation (the login checked and
+journaled, then the pipeline: the bot's copies first, signed when files must be) and
+cancelling it while nothing is public. While a publish that made files public is stopped, the
+same two commands are its way out (:mod:`bot.handlers.finishing`)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from dataclasses import replace
 
-from bot import announcing, index_publishing
+from bot import announcing
+from bot.confirm_signing import SigningOffer
 from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.confirmation import (
@@ -21,13 +25,13 @@ from bot.domain.confirmation import (
 from bot.domain.history import EventKind, Offer, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import StorageError
+from bot.handlers import finishing
 from bot.messages import ConfirmPrompt, Reply, Tone
 from bot.pinning import listing
 from bot.refusals import CodeRefused, Refusal, refuse_unless
 from bot.render import plan_text, when
 from bot.services import Services
-from bot.sign_step import SIGNING_FAILED
+from bot.stops import stop_text
 
 log = logging.getLogger(__name__)
 
@@ -37,26 +41,21 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
     be signed, a Sigstore login too (its verifier kept in memory only)."""
     tag = command.tag
     refuse_unless(authority.may_publish(s.team, person, tag))
+    if state.publishing is not None:  # stopped with files public: the way to finish it
+        assert state.stopped is not None
+        plan, what = await finishing.finishing_plan(s, state)
+        prompt, minutes = _offer(s, person, plan, None)
+        return Reply(
+            f"{stop_text(tag, state.stopped)}\nTo {what}, confirm within {minutes} minutes: "
+            f"{prompt.shown}",
+            plan=plan,
+            confirm=prompt,
+        )
     plan = await s.publishable_plan(tag, state)
     signing = await s.signing.offer(plan)
-    code = s.new_code()
-    timeout = s.config.model.confirm_timeout
-    s.store.append(
-        tag,
-        person,
-        EventKind.PLANNED,
-        code_hash=hash_code(code),
-        expires_at=s.clock() + timeout,
-        plan=plan_to_json(plan),
-        status=s.profile.status(tag),
-        sign=list(signing.to_sign) if signing else [],
-        signer=list(signing.signer) if signing else None,
-    )
-    if signing is not None:
-        s.logins.offer(tag, hash_code(code), signing.login)
-    prompt = ConfirmPrompt(str(tag), code, signing.login.link if signing else None)
+    prompt, minutes = _offer(s, person, plan, signing)
     notes = tuple(announcing.plan_notes(s.config, s.conn, plan, state))
-    text = plan_text(plan, max(1, timeout // 60), prompt.shown, notes)
+    text = plan_text(plan, minutes, prompt.shown, notes)
     if signing is not None:
         text = _before_last_line(text, signing.text(tag))
     elif not s.signing.required(tag):
@@ -64,6 +63,31 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
         why = " ([signatures] require = false)" if opted_out else ""
         text = _before_last_line(text, f"Signatures: not required for {tag}{why}.")
     return Reply(text, plan=plan, confirm=prompt, notes=notes)
+
+
+def _offer(
+    s: Services, person: str, plan: PublishPlan, signing: SigningOffer | None
+) -> tuple[ConfirmPrompt, int]:
+    """Journal ``plan`` as offered to ``person`` with a new confirmation code (stored
+    hashed) that expires, and its login when files must be signed; the prompt to confirm
+    it with, and the minutes it is valid."""
+    code = s.new_code()
+    timeout = s.config.model.confirm_timeout
+    s.store.append(
+        plan.tag,
+        person,
+        EventKind.PLANNED,
+        code_hash=hash_code(code),
+        expires_at=s.clock() + timeout,
+        plan=plan_to_json(plan),
+        status=s.profile.status(plan.tag),
+        sign=list(signing.to_sign) if signing else [],
+        signer=list(signing.signer) if signing else None,
+    )
+    if signing is not None:
+        s.logins.offer(plan.tag, hash_code(code), signing.login)
+    prompt = ConfirmPrompt(str(plan.tag), code, signing.login.link if signing else None)
+    return prompt, max(1, timeout // 60)
 
 
 def _before_last_line(text: str, insert: str) -> str:
@@ -108,7 +132,11 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         raise CodeRefused(code_refusal(tag, problem, offer if mine else None))
     assert state.offer is not None
     refuse_unless(login_refusal(str(tag), len(state.offer.to_sign), command.login), Refusal)
-    plan = await s.publishable_plan(tag, state)
+    finishing_publish = state.publishing is not None
+    if finishing_publish:
+        plan, _ = await finishing.finishing_plan(s, state)
+    else:
+        plan = await s.publishable_plan(tag, state)
     if plan.digest != state.offer.plan.digest:
         changed = plan_difference(state.offer.plan, plan)
         raise Refusal(
@@ -116,111 +144,94 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         )
     if trouble := await s.reporter.storage_trouble():
         raise Refusal(f"{trouble} Nothing was published.")
-    # The login is checked before anything moves: a wrong identity changes nothing.
+    # The login is checked before anything is journaled: a wrong identity changes nothing.
     handover = None
     if command.login is not None:
         handover = await s.signing.accept(tag, code_hash, command.login)
-    # Journal the confirmation first: from here on, every resume pins to this plan.
-    before = await asyncio.to_thread(s.conn.storage.in_public, plan)
-    s.store.append(
-        tag,
-        person,
-        EventKind.CONFIRMED,
-        code_hash=code_hash,
-        digest=plan.digest,
-        public_before=before,
-    )
-    verified = await freeze(s, person, tag, plan, again)
+    if finishing_publish:
+        await _copy_restaged(s, tag, plan, state)
+        assert state.publishing is not None
+        left = sorted({f.path for f in state.publishing.files} - {f.path for f in plan.files})
+        s.store.append(
+            tag,
+            person,
+            EventKind.CONFIRMED,
+            code_hash=code_hash,
+            digest=plan.digest,
+            finishing=True,
+            left_out=left,
+        )
+    else:
+        # Journal the confirmation first: from here on, every resume pins to this plan.
+        before = await asyncio.to_thread(s.conn.storage.in_public, plan)
+        s.store.append(
+            tag,
+            person,
+            EventKind.CONFIRMED,
+            code_hash=code_hash,
+            digest=plan.digest,
+            public_before=before,
+        )
     if handover is not None:
         s.logins.hand_over(tag, handover)
-    await s.pipeline.run(s.store.release(tag), verified=verified)
-    done = s.store.release(tag)
-    published = len(done.public_files) - len(state.public_files)
-    if not published and done.publishing is None and (why := _signing_failure(s, tag)):
-        return Reply(
-            f"Publishing {tag} was called off before anything became public: {why} Type "
-            f"/publish {tag} for a new plan, then confirm again.",
-            Tone.REFUSAL,
-            refusal="publish_stopped",
-        )
-    if not published:  # stopped at a step (or undone by it): the channel has the reason
-        return Reply(
-            f"Publishing {tag} did not finish; the channel has the reason and it "
-            "resumes by itself once the cause is fixed.",
-            Tone.REFUSAL,
-            refusal="publish_stopped",
-        )
-    return Reply(f"Published {tag}: {published} files are public.", Tone.SUCCESS)
-
-
-def _signing_failure(s: Services, tag: ReleaseTag) -> str:
-    """Why signing called the publish of ``tag`` off, as a sentence ("" if it did not)."""
-    aborted = [e for e in s.store.events(tag) if e.kind is EventKind.ABORTED]
-    reason = str(aborted[-1].data.get("reason", "")) if aborted else ""
-    if not reason.startswith(SIGNING_FAILED):
-        return ""
-    return f"{reason[0].upper()}{reason[1:].rstrip('.')}."
-
-
-async def freeze(s: Services, person: str, tag: ReleaseTag, plan: PublishPlan, again: str) -> bool:
-    """Move the confirmed files out of the uploaders' reach and hash them there (the
-    confirmation's fresh hash). True when they are exactly the plan; a difference puts
-    them back and refuses. A storage fault leaves the freeze to the resumed promotion."""
-    storage = s.conn.storage
-    try:
-        problems = await asyncio.to_thread(storage.freeze, plan)
-    except StorageError as err:
-        log.warning("freezing %s failed: %s", tag, err)
-        return False
-    if not problems:
-        return True
-    try:
-        clashes = await asyncio.to_thread(storage.thaw, plan)
-    except StorageError as err:  # the publish stays pinned and stopped: /abort retries
-        raise Refusal(
-            f"Staging changed since the plan ({', '.join(problems)}); nothing was "
-            f"published, but putting the files back failed ({err}); /abort {tag} retries."
-        ) from err
-    reason = f"staging changed since the plan ({', '.join(problems)})"
-    s.store.append(tag, person, EventKind.ABORTED, reason=reason)
-    kept = f"; {listing(clashes)} stayed frozen (a newer upload has its name)" if clashes else ""
-    raise Refusal(
-        f"Staging changed since the plan ({', '.join(problems)}); nothing was "
-        f"published{kept}, {again}."
+    s.reporter.clear_trouble(tag)
+    outcome = await s.pipeline.run(s.store.release(tag))
+    if outcome.published:
+        published = len(s.store.release(tag).public_files) - len(state.public_files)
+        return Reply(f"Published {tag}: {published} files are public.", Tone.SUCCESS)
+    # Undone by itself (nothing public), its text says so; else it waits or stopped.
+    text = outcome.text if outcome.aborted else f"Publishing {tag} did not finish. {outcome.text}"
+    return Reply(
+        text,
+        Tone.REFUSAL,
+        refusal="publish_stopped",
     )
+
+
+async def _copy_restaged(
+    s: Services, tag: ReleaseTag, plan: PublishPlan, state: ReleaseState
+) -> None:
+    """A finishing plan with a re-staged index: the bot copies it now, as at any
+    confirmation (the pipeline's freeze is done already)."""
+    assert state.publishing is not None
+    confirmed = {f.path: f.sha256 for f in state.publishing.files}
+    new = tuple(f for f in plan.replacements if confirmed.get(f.path) != f.sha256)
+    if not new:
+        return
+    problems = await asyncio.to_thread(
+        functools.partial(s.conn.storage.freeze, replace(plan, files=new), fresh=False)
+    )
+    if problems:
+        raise Refusal(
+            f"Staging changed since the plan ({', '.join(problems)}); nothing was published, "
+            f"type /publish {tag} for a new plan."
+        )
 
 
 async def abort(s: Services, person: str, command: cmd.Abort, state: ReleaseState) -> Reply:
-    """Put a confirmed publish's files back in staging, while none of them is public."""
+    """Cancel a confirmed publish while none of it is public: journaled first, then the
+    bot's copies are dropped (staging was never touched)."""
     tag = command.tag
     refuse_unless(authority.may_abort(s.team, person, tag))
     plan = state.publishing
     if plan is None:
         raise Refusal(f"{tag} has no confirmed publish to abort.")
-    public = await s.pipeline.made_public(state)
-    if public:
-        raise Refusal(
-            f"Publishing {tag} cannot be aborted: {listing(public)} "
-            f"{'is' if len(public) == 1 else 'are'} public already, and published files "
-            "are never taken back."
-        )
-    clashes = await asyncio.to_thread(s.conn.storage.thaw, plan)
-    await asyncio.to_thread(index_publishing.put_back, s.conn.storage, plan)
-    s.store.append(tag, person, EventKind.ABORTED, reason=f"aborted by {person} with /abort")
-    s.reporter.clear_trouble(tag)
-    kept = (
-        f"; {listing(clashes)} stayed in the bot's frozen area because a different file "
-        "with that name was uploaded since"
-        if clashes
-        else ""
-    )
-    await s.reporter.notice(tag, f"{person} aborted the publish of {tag}; nothing was made public.")
+    if state.aborting is None:
+        public = await s.pipeline.made_public(state)
+        if public:
+            way_out = f" {s.reporter.trouble(tag)}" if state.stopped is not None else ""
+            raise Refusal(
+                f"Publishing {tag} cannot be aborted: {listing(public)} "
+                f"{'is' if len(public) == 1 else 'are'} public already, and published files "
+                f"are never taken back.{way_out}"
+            )
+        # Journaled before anything is touched: a restart finishes the abort, never the
+        # publish.
+        s.store.append(tag, person, EventKind.ABORTING, reason=f"aborted by {person} with /abort")
+        state = s.store.release(tag)
+    text = await s.pipeline.abort(state, person)
     await s.refresh(tag)
-    return Reply(
-        f"Publishing {tag} was aborted: its files are back in staging{kept}; claims are "
-        f"unchanged and /publish {tag} works again.",
-        Tone.SUCCESS,
-    )
+    return Reply(text, Tone.SUCCESS)
 
 
 def plan_difference(old: PublishPlan, new: PublishPlan) -> str:

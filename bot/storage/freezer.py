@@ -1,276 +1,247 @@
-"""Pinning a publish to its confirmation: the freeze, the checks around promotion, and the
-way back (``/abort``), written once over a few storage primitives that each backend provides.
+"""Pinning a publish to its confirmation, written once over the storage primitives: the
+freeze (the bot's own copy of every confirmed file), the discard (``/abort``) and the tidy
+(the staged originals removed once the release is public).
 
-At confirmation the release's planned files move (one rename per folder where possible) from
-the staging folder, which uploaders can write, into the bot's own area on the same
-filesystem: a folder created ``0700`` by the bot's account that nobody else can write into or
-even traverse. What is hashed, compared with the plan and promoted is what lies there.
+At confirmation the bot copies each planned file from staging into its work folder
+(``WORK/frozen/TAG/tree/TARGET``, the public layout; the files that replace live ones into
+``WORK/aside/TAG/``). Each copy is owned by the bot's account, mode 0444, made durable and
+hashed; it lands under its name only when its bytes are the confirmed ones. Only these
+copies are ever promoted: no uploader's inode, folder or open handle reaches public, and
+whatever happens in staging after the confirmation changes nothing of the publish.
 
-Uploaders may write to the staging root, so they can rename the area away and put a folder
-of their own in its place: the area is checked (a real folder, owned by the bot, mode
-``0700``) every time before it is used, and refused otherwise.
+The staged originals stay in staging until the release is public, so ``/abort`` only drops
+the bot's copies. Then each original is removed if it is still the file the bot copied (same
+inode, size and ctime, which no uploader can set back); one changed since is left where it
+is, and named.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import posixpath
-import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from bot.domain.plan import PlanFile, PublishPlan
-from bot.errors import PromotionConflict, StorageError
-from bot.storage.primitives import AREA as AREA  # re-exported: imported from here before
+from bot.errors import StorageError
 from bot.storage.primitives import (
-    AREA_MODE,
+    FILE_MODE,
     FOLDER_MODE,
+    CopyJob,
     Entry,
+    FileSystem,
     Places,
-    Primitives,
+    Stamp,
 )
+from bot.storage.workarea import check_area, check_work
+
+MAX_SOURCES = 4 << 20  # the record of a release's originals: a few kB per hundred files
 
 
-class FrozenMismatch(StorageError):
-    """The frozen files are not exactly the confirmed plan; ``problems`` name them."""
+@dataclass
+class Record:
+    """What the bot keeps about its copies of one release, in its own area
+    (``WORK/frozen/TAG/sources.json``): each staged original's :class:`Stamp` as the copy
+    found it, the SHA-256 each copy was made with, and the inode of each copy where the
+    backend reports inodes."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__(
-            f"The frozen files differ from the confirmed plan ({', '.join(problems)}); "
-            "nothing more was made public."
-        )
-        self.problems = tuple(problems)
+    sources: dict[str, Stamp | None] = field(default_factory=dict)
+    copies: dict[str, int] = field(default_factory=dict)
+    sha256: dict[str, str] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        data = {
+            "sources": {p: s.to_json() if s else None for p, s in sorted(self.sources.items())},
+            "copies": dict(sorted(self.copies.items())),
+            "sha256": dict(sorted(self.sha256.items())),
+        }
+        return json.dumps(data, sort_keys=True).encode() + b"\n"
+
+    @classmethod
+    def from_bytes(cls, raw: bytes | None) -> Record:
+        if raw is None:
+            return cls()
+        try:
+            data = json.loads(raw)
+            sources = {str(p): Stamp.from_json(s) for p, s in data["sources"].items()}
+            copies = {str(p): int(i) for p, i in data["copies"].items()}
+            sha256 = {str(p): str(h) for p, h in data["sha256"].items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return cls()  # unreadable: every copy is made again, every original hashed
+        return cls(sources, copies, sha256)
+
+    def made(self, f: PlanFile) -> bool:
+        """Whether the copy of ``f`` in place was made for these bytes."""
+        return self.sha256.get(f.path) == f.sha256
 
 
-def check_area(fs: Primitives, places: Places, *, create: bool) -> None:
-    """Make sure the bot's area is the bot's: a real folder, owned by the bot, mode 0700.
-    Raises :class:`StorageError` naming what is wrong."""
-    area = places.area
-    entry = fs.lstat(area)
-    if entry is None and create:
-        fs.mkdir(area, AREA_MODE)
-        entry = fs.lstat(area)
-    if entry is None:
-        raise StorageError(f"The bot's frozen-file folder {area} is missing.")
+def read_record(fs: FileSystem, places: Places, tag: object) -> Record:
+    return Record.from_bytes(fs.read_small(places.sources(tag), MAX_SOURCES))
+
+
+def intact(entry: Entry | None, f: PlanFile, uid: int) -> bool:
+    """Whether ``entry`` can be the bot's copy of ``f``: a regular file of the bot's,
+    read-only, of the planned size. Nobody but the bot (and root) can write such a file in
+    the bot's area, and the bot put it there only once its bytes hashed to the plan."""
+    return (
+        entry is not None
+        and entry.is_file
+        and entry.uid == uid
+        and entry.permissions == FILE_MODE
+        and entry.size == f.size
+    )
+
+
+def freeze(fs: FileSystem, places: Places, plan: PublishPlan, *, fresh: bool) -> list[str]:
+    """Copy the plan's files from staging into the bot's area, hashing each copy; returns
+    what differs from the plan (``X changed``, ``X is missing``, ``X is not a regular
+    file``; empty when exact). A copy already made by an earlier attempt is kept. With
+    ``fresh`` (a new confirmation) whatever an earlier publish of the tag left is dropped
+    first. Raises ``WorkAreaUntrusted`` when the work folder is not the bot's."""
+    check_work(fs, places, create=True)
+    tag, uid = plan.tag, fs.uid()
+    if fresh:
+        discard(fs, places, tag)
+    listed = Listings(fs)
+    record = read_record(fs, places, tag)
+    jobs: list[tuple[PlanFile, CopyJob]] = []
+    for f in plan.files:
+        copy = places.copy_of(plan, f)
+        entry = listed.entry(copy)
+        if intact(entry, f, uid) and record.made(f):
+            continue
+        if entry is not None:  # not a copy the bot finished: made again
+            fs.remove(copy)
+        jobs.append((f, CopyJob(places.staged(tag, f.path), copy, f.sha256)))
+    for folder in dict.fromkeys(posixpath.dirname(job.target) for _, job in jobs):
+        stop = places.aside_area if folder.startswith(places.aside_area) else places.frozen_area
+        make_folders(fs, folder, stop, FOLDER_MODE)
+    results = fs.copy([job for _, job in jobs]) if jobs else []
     problems = []
-    if not entry.is_dir:
-        problems.append("it is not a real folder")
-    if entry.uid != fs.uid():
-        problems.append(f"it is owned by uid {entry.uid}, not by the bot (uid {fs.uid()})")
-    if stat.S_IMODE(entry.mode) != AREA_MODE:
-        problems.append(f"its mode is {stat.S_IMODE(entry.mode):o}, not 700")
-    if problems:
-        raise StorageError(
-            f"The bot's frozen-file folder {area} cannot be trusted ({'; '.join(problems)}); "
-            "nothing was moved: someone must have replaced it, so check staging before "
-            "removing it."
-        )
+    for (f, _job), copied in zip(jobs, results, strict=True):
+        if copied.problem:
+            problems.append(f"{f.path} {copied.problem}")
+            continue
+        record.sources[f.path] = copied.source
+        record.sha256[f.path] = copied.sha256
+        record.copies.pop(f.path, None)
+        if copied.copy_ino is not None:
+            record.copies[f.path] = copied.copy_ino
+    if jobs:
+        make_folders(fs, places.frozen(tag), places.frozen_area, FOLDER_MODE)
+        fs.write_small(places.sources(tag), record.to_bytes())
+    return problems
 
 
-def area_problem(fs: Primitives, places: Places) -> str | None:
-    """For ``relbot check``: why the bot's area cannot be trusted, if it exists."""
-    if fs.lstat(places.area) is None:
-        return None
-    try:
-        check_area(fs, places, create=False)
-    except StorageError as err:
-        return f"storage: {err}"
-    return None
+def add_copies(
+    fs: FileSystem, places: Places, plan: PublishPlan, made: Sequence[tuple[PlanFile, bytes]]
+) -> None:
+    """Add files the bot made itself (the signatures of the confirmed files, ``made``: each
+    planned file with its bytes) to its copies of ``plan``, as the freeze makes copies: owned
+    by the bot, read-only, landing only when their bytes hash to the planned SHA-256. Each is
+    written whole under a temporary name of the bot's area first, then copied into place."""
+    check_work(fs, places, create=False)
+    tag = plan.tag
+    record = read_record(fs, places, tag)
+    jobs = []
+    for i, (f, data) in enumerate(made):
+        temp = posixpath.join(places.frozen(tag), f".made-{i}")
+        fs.write_small(temp, data)
+        jobs.append((f, temp, CopyJob(temp, places.copy_of(plan, f), f.sha256)))
+    for folder in dict.fromkeys(posixpath.dirname(job.target) for _, _, job in jobs):
+        make_folders(fs, folder, places.frozen_area, FOLDER_MODE)
+    for (f, temp, _job), copied in zip(jobs, fs.copy([j for _, _, j in jobs]), strict=True):
+        fs.remove(temp)
+        if copied.problem:
+            raise StorageError(f"The bot's copy of {f.path} {copied.problem}.")
+        record.sources[f.path] = None  # no staged original: tidy leaves staging alone
+        record.sha256[f.path] = copied.sha256
+        record.copies.pop(f.path, None)
+        if copied.copy_ino is not None:
+            record.copies[f.path] = copied.copy_ino
+    fs.write_small(places.sources(tag), record.to_bytes())
 
 
-def targets_in_public(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
+def frozen_problems(
+    fs: FileSystem, places: Places, plan: PublishPlan, listed: Listings, record: Record
+) -> list[tuple[str, str]]:
+    """Why the bot's copies of ``plan`` cannot be promoted as they are: (path, ``the bot's
+    copy of X is missing`` or ``… changed``). A copy already moved to public (a resumed
+    promotion) is not a problem: the check after promotion covers it."""
+    uid, problems = fs.uid(), []
+    for f in plan.files:
+        entry = listed.entry(places.copy_of(plan, f))
+        known = record.copies.get(f.path)
+        if entry is None:
+            if listed.entry(places.target(f)) is None:
+                problems.append((f.path, f"the bot's copy of {f.path} is missing"))
+        elif (
+            not intact(entry, f, uid)
+            or not record.made(f)
+            or (None not in (known, entry.ino) and known != entry.ino)
+        ):
+            problems.append((f.path, f"the bot's copy of {f.path} changed"))
+    return problems
+
+
+def discard(fs: FileSystem, places: Places, tag: object) -> None:
+    """Drop the bot's copies of ``tag`` (``/abort``, or a fresh confirmation). Nothing when
+    the work folder was never made; ``WorkAreaUntrusted`` when it is not the bot's (then
+    nothing is touched)."""
+    if fs.lstat(places.work) is None:
+        return
+    check_work(fs, places, create=False)
+    fs.remove_tree(places.frozen(tag))
+    fs.remove_tree(places.aside(tag))
+
+
+def tidy(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
+    """Once ``plan`` is public: remove each staged original that is still the file the bot
+    copied, the folders left empty, and the bot's copies of the release; returns the
+    originals left in staging because they changed since the copy."""
+    tag = plan.tag
+    check_area(fs, places, places.frozen_area)
+    record = read_record(fs, places, tag)
+    staged = {f.path: places.staged(tag, f.path) for f in plan.files}
+    now = fs.stamps(list(staged.values()))
+    remove: list[PlanFile] = []
+    unsure: list[PlanFile] = []
+    left: list[str] = []
+    for f in plan.files:
+        found, copied = now[staged[f.path]], record.sources.get(f.path)
+        if copied is None and f.path in record.sources:
+            continue  # made by the bot (a signature): it has no original in staging
+        if found is None:
+            continue  # gone already (a repeated tidy), or not a regular file any more
+        if copied is not None and copied.complete and found == copied:
+            remove.append(f)
+        elif copied is not None and not copied.complete and found.size == copied.size:
+            unsure.append(f)  # no ctime here: only the bytes can tell
+        else:
+            left.append(f.path)
+    if unsure:
+        digests = fs.hash([staged[f.path] for f in unsure])
+        for f in unsure:
+            if digests[staged[f.path]] == f.sha256:
+                remove.append(f)
+            else:
+                left.append(f.path)
+    for f in remove:
+        with contextlib.suppress(FileNotFoundError):
+            fs.remove(staged[f.path])
+    prune(fs, places.staged(tag), keep_root=False)
+    discard(fs, places, tag)
+    return sorted(left)
+
+
+def targets_in_public(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
     """The plan's public targets that exist now (any content)."""
     listed = Listings(fs)
     return [f.target for f in plan.files if listed.entry(places.target(f)) is not None]
 
 
-def check_targets(fs: Primitives, places: Places, plan: PublishPlan) -> None:
-    """Before anything moves: every public target is absent or already the planned content
-    (else :class:`PromotionConflict`), every absent one has its file frozen or staged."""
-    listed = Listings(fs)
-    folders = {posixpath.dirname(places.target(f)) for f in plan.files}
-    for folder in sorted({a for d in folders for a in ancestors(d, places.public)}):
-        entry = listed.entry(folder)
-        if entry is not None and not entry.is_dir:
-            raise StorageError(
-                f"{folder} is in the way: it should be a folder of public files; nothing "
-                "was moved (move it away and the publish resumes by itself)."
-            )
-    public = [f for f in plan.files if listed.entry(places.target(f)) is not None]
-    for f in public:
-        entry = listed.entry(places.target(f))
-        assert entry is not None
-        if not entry.is_file:
-            raise PromotionConflict(
-                f"{f.target} is already public and is not a regular file; nothing was moved "
-                "(remove or rename it first)."
-            )
-    digests = fs.hash([places.target(f) for f in public]) if public else {}
-    for f in public:
-        if digests[places.target(f)] != f.sha256:
-            raise PromotionConflict(
-                f"{f.target} is already public with different content; "
-                "nothing was moved (remove or rename one of them first)."
-            )
-    for f in plan.files:
-        if f in public:
-            continue
-        entry = listed.entry(places.frozen(plan, f.path)) or listed.entry(
-            places.staged(plan, f.path)
-        )
-        if entry is None:
-            raise StorageError(
-                f"{f.path} is neither in staging nor public; nothing was moved "
-                f"(/abort {plan.tag} puts the other files back in staging)."
-            )
-        if not entry.is_file:
-            raise StorageError(
-                f"{f.path} is not a regular file (a symlink?); it is never published: "
-                "replace it with the file itself and re-run /publish."
-            )
-
-
-def freeze(fs: Primitives, places: Places, plan: PublishPlan, *, fresh: bool) -> int:
-    """Move the plan's files that are still staged into the bot's area: a staging folder
-    holding exactly planned files (and no folder) in one rename, the rest file by file.
-    A file already frozen is kept (a resumed freeze never takes a newer upload). With
-    ``fresh`` (a new confirmation), whatever an earlier publish left in the area is set aside
-    first. Not-regular entries are left in staging (the check reports them). Returns how
-    many renames it made (0: everything was frozen already)."""
-    check_area(fs, places, create=True)
-    release = places.frozen(plan)
-    if fresh and fs.lstat(release) is not None:
-        _set_aside(fs, places, plan)
-    if fs.lstat(release) is None and holds_exactly(
-        fs, places.staged(plan), {f.path for f in plan.files}
-    ):
-        fs.rename(places.staged(plan), release)
-        return 1
-    renames = 0
-    groups: dict[str, list[PlanFile]] = {}
-    for f in plan.files:
-        groups.setdefault(posixpath.dirname(f.path), []).append(f)
-    for folder in sorted(groups, key=lambda d: (-d.count("/") - bool(d), d)):
-        source, target = places.staged(plan, folder), places.frozen(plan, folder)
-        names = {posixpath.basename(f.path) for f in groups[folder]}
-        entries = fs.listdir(source)
-        if entries is None:
-            continue
-        whole = (
-            set(entries) == names
-            and all(e.is_file for e in entries.values())
-            and fs.lstat(target) is None
-        )
-        if whole:
-            make_folders(fs, posixpath.dirname(target), places.area, FOLDER_MODE)
-            fs.rename(source, target)
-            renames += 1
-            continue
-        make_folders(fs, target, places.area, FOLDER_MODE)
-        for name in sorted(names):
-            entry = entries.get(name)
-            if entry is None or not entry.is_file:
-                continue
-            frozen = posixpath.join(target, name)
-            if fs.lstat(frozen) is None:
-                fs.rename(posixpath.join(source, name), frozen)
-                renames += 1
-    prune(fs, places.staged(plan), keep_root=False)
-    return renames
-
-
-def frozen_file(fs: Primitives, places: Places, plan: PublishPlan, path: str) -> str:
-    """Where a file the bot adds to a frozen release goes (a signature beside a frozen
-    file): checked to be inside the bot's area, in a folder the freeze made. Raises
-    :class:`StorageError`."""
-    check_area(fs, places, create=False)
-    target = places.frozen(plan, path)
-    folder = fs.lstat(posixpath.dirname(target))
-    if folder is None or not folder.is_dir:
-        raise StorageError(
-            f"The frozen files of {plan.tag} are not in the bot's area, so nothing can be "
-            "written beside them."
-        )
-    return target
-
-
-def frozen_problems(
-    fs: Primitives, places: Places, plan: PublishPlan, *, public_before: Iterable[str] = ()
-) -> list[str]:
-    """What keeps the frozen files from being exactly the plan: ``X changed``, ``X is
-    missing``, ``X is not a regular file``. A file no longer frozen because it is public
-    already (a resumed promotion) is not a problem; the check after promotion covers it."""
-    check_area(fs, places, create=False)
-    listed = Listings(fs)
-    before = set(public_before)
-    problems, wanted = [], []
-    for f in plan.files:
-        entry = listed.entry(places.frozen(plan, f.path))
-        if entry is None:
-            public = listed.entry(places.target(f))
-            if public is None or f.target in before:
-                problems.append(f"{f.path} is missing")
-        elif not entry.is_file:
-            problems.append(f"{f.path} is not a regular file")
-        else:
-            wanted.append(f)
-    digests = fs.hash([places.frozen(plan, f.path) for f in wanted]) if wanted else {}
-    problems += [
-        f"{f.path} changed" for f in wanted if digests[places.frozen(plan, f.path)] != f.sha256
-    ]
-    return problems
-
-
-def public_problems(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
-    """After promotion, hashed where the files live: ``TARGET differs``, ``TARGET is
-    missing``, ``TARGET is not a regular file``."""
-    listed = Listings(fs)
-    problems, present = [], []
-    for f in plan.files:
-        entry = listed.entry(places.target(f))
-        if entry is None:
-            problems.append(f"{f.target} is missing")
-        elif not entry.is_file:
-            problems.append(f"{f.target} is not a regular file")
-        else:
-            present.append(f)
-    digests = fs.hash([places.target(f) for f in present]) if present else {}
-    problems += [f"{f.target} differs" for f in present if digests[places.target(f)] != f.sha256]
-    return problems
-
-
-def thaw(fs: Primitives, places: Places, plan: PublishPlan) -> list[str]:
-    """Put the frozen files back in staging, never over a file uploaded there since: those
-    clash, stay frozen and are returned. A frozen release folder that was the uploaders' own
-    folder goes back in one rename when its staging place is free."""
-    if fs.lstat(places.area) is None:
-        return []  # nothing was ever frozen (a crash before the freeze)
-    check_area(fs, places, create=False)
-    release, staged = places.frozen(plan), places.staged(plan)
-    entry = fs.lstat(release)
-    if entry is None:
-        return []
-    if entry.uid != fs.uid() and fs.lstat(staged) is None:
-        fs.rename(release, staged)
-        return []
-    clashes = []
-    listed = Listings(fs)
-    for f in plan.files:
-        source = places.frozen(plan, f.path)
-        if listed.entry(source) is None:
-            continue
-        target = places.staged(plan, f.path)
-        make_folders(fs, posixpath.dirname(target), places.staging, FOLDER_MODE)
-        try:
-            fs.link(source, target)
-        except FileExistsError:
-            clashes.append(f.path)
-            continue
-        fs.remove(source)
-    prune(fs, release, keep_root=False)
-    return clashes
-
-
-def prune(fs: Primitives, root: str, *, keep_root: bool) -> None:
+def prune(fs: FileSystem, root: str, *, keep_root: bool) -> None:
     """Remove folders left empty under ``root``, innermost first (a folder someone staged
     more into stays)."""
     folders = _folders(fs, root)
@@ -280,17 +251,10 @@ def prune(fs: Primitives, root: str, *, keep_root: bool) -> None:
         fs.rmdir(folder)
 
 
-def holds_exactly(
-    fs: Primitives,
-    root: str,
-    expected: set[str],
-    *,
-    prefix: str = "",
-    ignoring: set[str] | frozenset[str] = frozenset(),
-) -> bool:
-    """Whether folder ``root`` holds regular files named ``expected`` (paths below ``root``
-    joined onto ``prefix``) and nothing else, not counting ``ignoring``: no other file, no
-    link, no empty folder. Only then may one rename move the whole folder."""
+def holds_exactly(fs: FileSystem, root: str, expected: set[str]) -> bool:
+    """Whether folder ``root`` holds regular files named ``expected`` (paths below ``root``)
+    and nothing else: no other file, no link, no empty folder. Only then may one rename
+    move the whole folder."""
     found: set[str] = set()
 
     def walk(folder: str, relative: str) -> int | None:
@@ -313,10 +277,10 @@ def holds_exactly(
                 return None
         return files
 
-    return walk(root, prefix) is not None and found - ignoring == expected
+    return walk(root, "") is not None and found == expected
 
 
-def _folders(fs: Primitives, root: str) -> list[str] | None:
+def _folders(fs: FileSystem, root: str) -> list[str] | None:
     entries = fs.listdir(root)
     if entries is None:
         return None
@@ -337,8 +301,9 @@ def ancestors(folder: str, stop: str) -> list[str]:
     return found
 
 
-def make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
-    """``mkdir -p`` below ``stop`` (``"/"``: the whole path, as far as it is missing)."""
+def make_folders(fs: FileSystem, folder: str, stop: str, mode: int) -> None:
+    """``mkdir -p`` below ``stop`` (``"/"``: the whole path, as far as it is missing); each
+    folder made gets exactly ``mode``."""
     inner = folder.startswith(stop.rstrip("/") + "/")
     if folder == stop or not inner or fs.lstat(folder) is not None:
         return
@@ -347,20 +312,10 @@ def make_folders(fs: Primitives, folder: str, stop: str, mode: int) -> None:
         fs.mkdir(folder, mode)
 
 
-def _set_aside(fs: Primitives, places: Places, plan: PublishPlan) -> None:
-    """Files an aborted publish could not put back (they clashed) must not be taken for
-    this confirmation's: rename the old frozen folder to a free ``TAG.N`` name."""
-    release = places.frozen(plan)
-    n = 1
-    while fs.lstat(f"{release}.{n}") is not None:
-        n += 1
-    fs.rename(release, f"{release}.{n}")
-
-
 class Listings:
     """``lstat`` answers from one listing per folder (one round trip each on SFTP)."""
 
-    def __init__(self, fs: Primitives) -> None:
+    def __init__(self, fs: FileSystem) -> None:
         self.fs = fs
         self.folders: dict[str, dict[str, Entry]] = {}
 

@@ -10,6 +10,11 @@ from bot.domain.text import is_safe, shown
 RELEASE_FOLDER = ""  # the key of a problem with the release's staging folder itself
 
 
+def join(folder: str, name: str) -> str:
+    """A listing's path: ``name`` inside ``folder`` (relative; "" is the top)."""
+    return f"{folder}/{name}" if folder else name
+
+
 def odd_name(path: str) -> StagedFile | None:
     """An entry for ``path`` when its name is not printable UTF-8 (a newline, an escape, a
     byte that is not UTF-8), keyed by the escaped name; None for an ordinary name."""

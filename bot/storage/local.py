@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import itertools
@@ -14,12 +13,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from bot.domain.files import StagedFile
-from bot.domain.plan import PublishPlan
+from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
-from bot.storage import freezer, promotion
-from bot.storage.aside import ASIDE_FOLDER, ASIDE_MODE
+from bot.storage import aside, freezer, promotion
 from bot.storage.listing import (
     RELEASE_FOLDER,
     crowded_public_folder,
@@ -27,20 +25,28 @@ from bot.storage.listing import (
     linked_release_folder,
     unreadable_release_folder,
 )
-from bot.storage.local_fs import LocalFs, fsync_dir
-from bot.storage.lock import Holder, LocalLease
-from bot.storage.primitives import AREA, Places
+from bot.storage.local_fs import LocalFs, PublicMoves
+from bot.storage.lock import Holder, Lease
+from bot.storage.primitives import FileSystem, Places, default_work
 from bot.storage.walk import Dirent, Walked, walk
+from bot.storage.workarea import not_on_public_filesystem, work_problems
 
 T = TypeVar("T")
 
 
 class LocalStorage:
-    """Staging and public are folders on one filesystem, so a rename is atomic."""
+    """Staging, public and the bot's work folder are folders of this machine; the work
+    folder is on public's filesystem, so making the bot's copies public is a rename."""
 
-    def __init__(self, staging: Path, public: Path) -> None:
+    def __init__(self, staging: Path, public: Path, work: Path | None = None) -> None:
         self.staging = staging
         self.public = public
+        # Beside the real public folder: a public reached through a symlink has its
+        # filesystem there, and the work folder must share it.
+        self.work = work if work is not None else Path(default_work(os.path.realpath(public)))
+        self._places = Places(str(staging), str(public), str(self.work))
+        # The public moves go through this class's own hooks, where tests inject crashes.
+        self._fs = LocalFs(PublicMoves(self._rename, self._link, self._replace))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -143,8 +149,8 @@ class LocalStorage:
         return f"{self.staging / str(tag)}/"
 
     def check(self) -> list[str]:
-        """Problems with the two folders, each with its fix. They are never created here: a
-        mistyped path must not become a folder nobody uploads to."""
+        """Problems with the folders, each with its fix. Staging and public are never created
+        here: a mistyped path must not become a folder nobody uploads to."""
         problems = []
         for name, folder in (("staging", self.staging), ("public", self.public)):
             if not folder.exists():
@@ -158,77 +164,64 @@ class LocalStorage:
                 continue
             if not os.access(folder, os.W_OK | os.X_OK):
                 problems.append(f"storage.{name}: {folder} is not writable by this user.")
-        if not problems and (area := freezer.area_problem(LocalFs(self), self._places)):
-            problems.append(area)
-        if not problems and self.staging.stat().st_dev != self.public.stat().st_dev:
-            problems.append(
-                f"storage: staging {self.staging} and public {self.public} are on different "
-                "filesystems, so publishing cannot be one rename; put them on the same one."
-            )
+        if problems:
+            return problems
+        problems += work_problems(self._fs, self._places)
+        if not problems:
+            where = self.work if self.work.exists() else self.work.parent
+            if where.stat().st_dev != self.public.stat().st_dev:
+                problems.append(not_on_public_filesystem(self._places))
         return problems
 
-    def lock(self, holder: Holder) -> LocalLease:
-        lease = LocalLease(self.staging, holder)
+    def lock(self, holder: Holder) -> Lease:
+        # As staging was made for the lock before: on this machine the bot may make the
+        # work folder's parents (``relbot check`` names a folder that is missing).
+        _wrapped(
+            "take the storage lock", lambda: self.work.parent.mkdir(parents=True, exist_ok=True)
+        )
+        lease = Lease(self._run, self._places, str(self.work), holder)
         lease.acquire()
         return lease
 
-    # -- promotion -------------------------------------------------------------------------
+    def _run(self, what: str, op: Callable[[FileSystem], None]) -> None:
+        _wrapped(what, lambda: op(self._fs))
 
-    def freeze(self, plan: PublishPlan) -> list[str]:
-        def op() -> list[str]:
-            fs, places = LocalFs(self), self._places
-            freezer.freeze(fs, places, plan, fresh=True)
-            return freezer.frozen_problems(fs, places, plan)
+    # -- publishing ------------------------------------------------------------------------
 
-        return _wrapped(f"freeze {plan.tag}", op)
-
-    def write_frozen(self, plan: PublishPlan, path: str, data: bytes) -> None:
-        def op() -> None:
-            target = Path(freezer.frozen_file(LocalFs(self), self._places, plan, path))
-            temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-            try:
-                with temp.open("xb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(temp, target)  # the bot's own area: an earlier attempt's goes
-            finally:
-                temp.unlink(missing_ok=True)
-
-        _wrapped(f"write {path} beside the frozen files", op)
-
-    def thaw(self, plan: PublishPlan) -> list[str]:
+    def freeze(self, plan: PublishPlan, *, fresh: bool = True) -> list[str]:
         return _wrapped(
-            f"put back {plan.tag}", lambda: freezer.thaw(LocalFs(self), self._places, plan)
+            f"copy the files of {plan.tag}",
+            lambda: freezer.freeze(self._fs, self._places, plan, fresh=fresh),
+        )
+
+    def write_frozen(self, plan: PublishPlan, made: Sequence[tuple[PlanFile, bytes]]) -> None:
+        _wrapped(
+            f"add to the copies of {plan.tag}",
+            lambda: freezer.add_copies(self._fs, self._places, plan, made),
+        )
+
+    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+        return _wrapped(
+            f"publish {plan.tag}",
+            lambda: promotion.promote(self._fs, self._places, plan, public_before=public_before),
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"look at {self.public}",
-            lambda: freezer.targets_in_public(LocalFs(self), self._places, plan),
+            lambda: freezer.targets_in_public(self._fs, self._places, plan),
         )
 
-    def verify_public(self, plan: PublishPlan) -> list[str]:
+    def discard(self, tag: ReleaseTag) -> None:
+        _wrapped(f"drop the copies of {tag}", lambda: freezer.discard(self._fs, self._places, tag))
+
+    def tidy(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
-            f"check {self.public}",
-            lambda: freezer.public_problems(LocalFs(self), self._places, plan),
+            f"tidy staging of {plan.tag}",
+            lambda: freezer.tidy(self._fs, self._places, plan),
         )
 
-    def promote(
-        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
-    ) -> PromotionReport:
-        return _wrapped(
-            f"publish {plan.tag}",
-            lambda: promotion.promote(
-                LocalFs(self), self._places, plan, verified=verified, public_before=public_before
-            ),
-        )
-
-    @property
-    def _places(self) -> Places:
-        return Places(str(self.staging), str(self.public))
-
-    # The two primitive moves, kept apart so tests can inject a crash between them.
+    # The public moves, kept apart so tests can inject a crash between them.
     def _rename(self, source: Path, target: Path) -> None:
         os.rename(source, target)
 
@@ -238,61 +231,16 @@ class LocalStorage:
     # -- files that replace live ones (the install index) ------------------------------------
 
     def read_public(self, path: str, limit: int) -> bytes | None:
-        return _read_small(_inside(self.public, path), limit)
-
-    def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        # From the frozen release when the confirmation froze it, else from staging.
-        source = _inside(self.staging / AREA / str(tag), path)
-        if not source.exists() and not source.is_symlink():
-            source = _inside(self.staging / str(tag), path)
-        target = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
-        try:
-            if not source.is_file() or source.is_symlink():
-                if source.exists() or source.is_symlink():
-                    raise StorageError(f"{path} is not a regular file; it is never published.")
-                return
-            aside = self.staging / ASIDE_FOLDER
-            if not aside.is_dir():
-                aside.mkdir(mode=ASIDE_MODE)
-                aside.chmod(ASIDE_MODE)  # not narrowed by the umask
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
-            fsync_dir(target.parent)
-        except OSError as err:
-            raise StorageError(
-                f"Cannot set {path} aside in {target.parent}: {err.strerror}."
-            ) from err
-
-    def put_back(self, tag: ReleaseTag, path: str) -> None:
-        source = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
-        target = _inside(self.staging / str(tag), path)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.link(source, target)  # no clobber: a newer upload stays
-            source.unlink()
-        except FileNotFoundError:
-            return  # nothing set aside
-        except FileExistsError:
-            return
-        except OSError as err:
-            raise StorageError(
-                f"Cannot put {path} back in {target.parent}: {err.strerror}."
-            ) from err
-        _remove_if_empty(source.parent)
+        return aside.read_public(self._fs, self._places, path, limit)
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
-        return _read_small(_inside(self.staging / ASIDE_FOLDER / str(tag), path), limit)
+        return aside.read_aside(self._fs, self._places, tag, path, limit)
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
-        source = _inside(self.staging / ASIDE_FOLDER / str(tag), path)
-        live = _inside(self.public, target)
-        try:
-            live.parent.mkdir(parents=True, exist_ok=True)
-            self._replace(source, live)
-            fsync_dir(live.parent)
-        except OSError as err:
-            raise StorageError(f"Cannot replace {live} with {path}: {err.strerror}.") from err
-        _remove_if_empty(source.parent)
+        _wrapped(
+            f"replace {self.public / target}",
+            lambda: aside.replace_public(self._fs, self._places, tag, path, target),
+        )
 
     def _replace(self, source: Path, target: Path) -> None:
         os.replace(source, target)  # rename(2): readers see the old file or the new, whole
@@ -378,33 +326,3 @@ def _holds(path: Path, data: bytes) -> bool:
             return f.read(len(data) + 1) == data
     except OSError:
         return False
-
-
-def _remove_if_empty(folder: Path) -> None:
-    """Remove a folder of the aside area once its last file left (else leave it)."""
-    with contextlib.suppress(OSError):
-        folder.rmdir()
-
-
-def _read_small(path: Path, limit: int) -> bytes | None:
-    """A small file whole, or None when absent. Never through a symlink (one swapped in since
-    the listing included) and never blocking on a FIFO: StorageError when ``path`` is not a
-    regular file or is larger than ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        why = "not a regular file" if err.errno == errno.ELOOP else err.strerror or str(err)
-        raise StorageError(f"Cannot read {path}: {why}.") from err
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise StorageError(f"Cannot read {path}: not a regular file.")
-    with os.fdopen(fd, "rb") as f:
-        try:
-            data = f.read(limit + 1)
-        except OSError as err:
-            raise StorageError(f"Cannot read {path}: {err.strerror or err}.") from err
-    if len(data) > limit:
-        raise StorageError(f"{path} is larger than {limit:,} bytes.")
-    return data

@@ -2,24 +2,29 @@
 
 The state file's lock stops two bots sharing a state file; two bots with different state
 files on the same staging and public folders would both publish. So ``relbot run`` also
-holds a lock in the staging root, for as long as it runs, and checks it is still the
-holder before every publish.
+holds a lock in the bot's work folder (``WORK/lock``, out of uploaders' reach), for as long
+as it runs, and checks it is still the holder before every publish.
 
-- Local folders: ``flock`` on ``STAGING/.relbot.lock``. The kernel drops it when the
-  process dies, so it is never stale.
-- SFTP has no locks. The lock is a file created with ``O_EXCL`` (only one creator wins)
-  that names its holder; the holder rewrites it on every scan (its heartbeat). A lock
-  whose heartbeat is older than the holder's own ``stale_after`` (several poll intervals)
-  belongs to a bot that died: it is moved aside and taken. Before every publish the holder
-  reads the file again and refuses to publish unless it still names it, so only the bot
-  the file names publishes. Two bots may both believe they hold it for a while (a
-  heartbeat stalled past ``stale_after``, two take-overs at once, clocks further apart
-  than ``stale_after``); the check before a publish is what keeps that harmless.
+It is written once, over the filesystem interface (:class:`Lease`). The lock is a file
+created with ``O_EXCL`` (only one creator wins) that names its holder; the holder rewrites
+it on every scan (its heartbeat). Before every publish the holder reads it again and refuses
+to publish unless it still names it, so only the bot the file names publishes. A lock whose
+holder is gone is moved aside and taken:
+
+- where the backend holds kernel locks (local folders: ``flock`` on the work folder), the
+  kernel lock says who is alive; the kernel drops it when a process dies, so a lock file is
+  never stale for long and never taken from a live bot;
+- over SFTP (no locks), a holder is gone when its heartbeat is older than its own
+  ``stale_after`` (several poll intervals), or at once when it names this host and this
+  state file: the process asking holds the state file's own lock (``relbot run`` takes it
+  first), which proves that holder dead (killed, or out of memory), so the unit's restart
+  resumes a stopped publish without waiting. Two bots may both believe they hold it for a
+  while (a heartbeat stalled past ``stale_after``, two take-overs at once, clocks further
+  apart than ``stale_after``); the check before a publish is what keeps that harmless.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -28,18 +33,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol
 
-from bot.errors import StorageError, StorageLocked
+from bot.errors import StorageLocked
+from bot.storage.primitives import FileSystem, Places
+from bot.storage.workarea import check_work
 
-LOCK_NAME = ".relbot.lock"
 STALE_POLLS = 10  # heartbeats a holder may miss before its lock is taken
 MIN_STALE = 300.0  # seconds: a slow scan (hashing large files) is not a dead bot
-
-T = TypeVar("T")
-
-if TYPE_CHECKING:  # paramiko is loaded only when SFTP is configured
-    import paramiko
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,16 @@ class Holder:
             beat=now,
             stale_after=max(STALE_POLLS * poll_interval, MIN_STALE),
             token=secrets.token_hex(8),
+        )
+
+    def outlives(self, other: Holder) -> bool:
+        """Whether ``other`` must be dead because this holder replaced it: it names this
+        host and this state file, whose own lock this process holds (``relbot run`` takes
+        it before the storage lock), so no other live process can be that holder."""
+        return (
+            other.token != self.token
+            and other.host == self.host
+            and os.path.realpath(other.state) == os.path.realpath(self.state)
         )
 
     def describe(self) -> str:
@@ -134,148 +145,99 @@ def locked_message(where: str, holder: Holder | None) -> str:
     )
 
 
-class LocalLease:
-    """``flock`` on a file in the staging root."""
-
-    def __init__(self, staging: Path, holder: Holder) -> None:
-        self.path = staging / LOCK_NAME
-        self.holder = holder
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        """Take the lock now or raise :class:`StorageLocked` naming the holder."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as err:
-            raise StorageError(
-                f"storage.staging: cannot create the storage lock {self.path} "
-                f"({err.strerror}); staging must be a folder this user can write."
-            ) from err
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = Holder.from_bytes(os.pread(fd, 4096, 0))
-            os.close(fd)
-            raise StorageLocked(locked_message(str(self.path.parent), holder)) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, self.holder.to_bytes(), 0)
-        self._fd = fd
-
-    def renew(self) -> None:
-        """Still ours unless the lock file was removed or replaced (then take it again), or
-        lost to another bot at an earlier renewal (then try again: it may have stopped)."""
-        if self._fd is None:
-            self.acquire()
-            return
-        try:
-            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if not same:
-            self.release()
-            self.acquire()
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+Run = Callable[[str, Callable[[FileSystem], None]], None]
+"""How a lease reaches the backend: ``run(what, op)`` calls ``op`` with the backend's
+filesystem, turning its failures into :class:`StorageError` saying it could not do
+``what``."""
 
 
-class SftpLease:
-    """A lock file created with ``O_EXCL`` and kept alive by a heartbeat (see above)."""
+class Lease:
+    """The storage lock of ``holder`` (this process), in the work folder of ``places``."""
 
     def __init__(
         self,
-        staging: str,
+        run: Run,
+        places: Places,
         where: str,
         holder: Holder,
-        call: Callable[[str, Callable[[paramiko.SFTPClient], None]], None],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = f"{staging.rstrip('/')}/{LOCK_NAME}"
-        self.where = f"{where}:{staging}"
+        self.path = places.lock
+        self.places = places
+        self.where = where
         self.holder = holder
-        self._call = call
+        self._run = run
         self._clock = clock
 
     def acquire(self) -> None:
-        """Create the lock file, or take it over when its holder stopped beating; raises
+        """Take the lock now, or take over one whose holder is gone; raises
         :class:`StorageLocked` naming a live holder."""
-        self._call(f"lock {self.path}", self._acquire)
+        self._run(f"lock {self.path}", self._acquire)
 
     def renew(self) -> None:
-        self._call(f"renew the lock {self.path}", self._renew)
+        """Heartbeat, and confirm this process still holds the lock; raises
+        :class:`StorageLocked` naming the holder when another bot holds it now."""
+        self._run(f"renew the lock {self.path}", self._renew)
 
     def release(self) -> None:
-        self._call(f"unlock {self.path}", self._release)
+        self._run(f"unlock {self.path}", self._release)
 
-    def _acquire(self, sftp: paramiko.SFTPClient) -> None:
+    def _acquire(self, fs: FileSystem) -> None:
+        check_work(fs, self.places, create=True)
+        pinned = fs.pin(self.places.work)
+        if pinned is False:  # a live process holds the kernel lock
+            raise StorageLocked(locked_message(self.where, self._holder(fs)))
         for _attempt in range(3):
-            if self._create(sftp):
+            if fs.create_small(self.path, self.holder.to_bytes()):
                 return
-            found = self._read(sftp)
+            found = fs.read_small(self.path, 4096)
             if found is None:
                 continue  # removed meanwhile: try to create it again
             holder = Holder.from_bytes(found)
-            if holder is None:  # being written this instant, or not relbot's
-                raise StorageLocked(
-                    f"{self.path} on {self.where} names no relbot; if no other relbot "
-                    "runs on this storage, remove that file."
-                )
-            if holder.token == self.holder.token:
+            if holder is not None and holder.token == self.holder.token:
                 return
-            if self._clock() - holder.beat <= holder.stale_after:
+            if not pinned and holder is None:  # being written this instant, or not relbot's
+                raise StorageLocked(
+                    f"{self.path} on {self.where} names no relbot; if no other relbot runs "
+                    "on this storage, remove that file."
+                )
+            if not pinned and not self._gone(holder):
                 raise StorageLocked(locked_message(self.where, holder))
             # Abandoned: move it aside under a name only we use, then take it.
             aside = f"{self.path}.stale-{self.holder.token}"
             try:
-                sftp.posix_rename(self.path, aside)
+                fs.rename(self.path, aside)
             except OSError:
                 continue
-            sftp.remove(aside)
-        raise StorageLocked(locked_message(self.where, self._holder(sftp)))
+            fs.remove(aside)
+        raise StorageLocked(locked_message(self.where, self._holder(fs)))
 
-    def _renew(self, sftp: paramiko.SFTPClient) -> None:
-        holder = self._holder(sftp)
+    def _gone(self, holder: Holder | None) -> bool:
+        """Whether ``holder`` (as the lock file names it) cannot be alive."""
+        if holder is None:
+            return False
+        return self.holder.outlives(holder) or self._clock() - holder.beat > holder.stale_after
+
+    def _renew(self, fs: FileSystem) -> None:
+        holder = self._holder(fs)
         if holder is None:  # removed by hand: take it again, unless another bot did
-            self._acquire(sftp)
+            self._acquire(fs)
             return
         if holder.token != self.holder.token:
+            if fs.pin(self.places.work):  # the kernel says nobody else is alive: ours
+                self._acquire(fs)
+                return
             raise StorageLocked(locked_message(self.where, holder))
         self.holder = replace(self.holder, beat=self._clock())
         # Written aside and renamed over: a reader never sees a half-written file.
-        fresh = f"{self.path}.new-{self.holder.token}"
-        with sftp.open(fresh, "w") as f:
-            f.write(self.holder.to_bytes())
-        sftp.posix_rename(fresh, self.path)
+        fs.write_small(self.path, self.holder.to_bytes())
 
-    def _release(self, sftp: paramiko.SFTPClient) -> None:
-        holder = self._holder(sftp)
+    def _release(self, fs: FileSystem) -> None:
+        holder = self._holder(fs)
         if holder is not None and holder.token == self.holder.token:
-            sftp.remove(self.path)
+            fs.remove(self.path)
+        fs.unpin(self.places.work)
 
-    def _create(self, sftp: paramiko.SFTPClient) -> bool:
-        """Whether this call created the lock file (``wx``: SFTP's O_CREAT | O_EXCL)."""
-        try:
-            with sftp.open(self.path, "wx") as f:
-                f.write(self.holder.to_bytes())
-        except FileNotFoundError as err:
-            raise StorageError(
-                f"storage.staging: {self.where} does not exist; create it (relbot check does)."
-            ) from err
-        except OSError:
-            return False  # it exists (SFTP v3 says only "failure")
-        return True
-
-    def _read(self, sftp: paramiko.SFTPClient) -> bytes | None:
-        try:
-            with sftp.open(self.path, "r") as f:
-                data: bytes = f.read(4096)
-                return data
-        except FileNotFoundError:
-            return None
-
-    def _holder(self, sftp: paramiko.SFTPClient) -> Holder | None:
-        data = self._read(sftp)
-        return None if data is None else Holder.from_bytes(data)
+    def _holder(self, fs: FileSystem) -> Holder | None:
+        found = fs.read_small(self.path, 4096)
+        return None if found is None else Holder.from_bytes(found)

@@ -59,9 +59,8 @@ def refuse_overlap_on_server(storage: Storage) -> None:
     if isinstance(storage, LocalStorage):
         return  # not even loading paramiko: a local bot starts as fast as before
     from bot.storage.sftp import SftpStorage
-    from bot.storage.sftp_check import overlap_on_server
 
-    if isinstance(storage, SftpStorage) and (problem := overlap_on_server(storage)):
+    if isinstance(storage, SftpStorage) and (problem := storage.overlap_on_server()):
         raise ConfigError(problem)
 
 

@@ -1,203 +1,328 @@
-"""Promotion, written once for every storage backend: how a plan maps onto folder moves, and
-the promoter that carries them out over the backend's primitives (see
-:mod:`bot.storage.freezer` for the freeze that comes first)."""
+"""Promotion, written once for every storage backend: the bot's copies (made by
+:mod:`bot.storage.freezer` at the confirmation) become public, all at once where possible,
+and public is then checked against what the bot wrote.
+
+The copies wait in the public layout (``WORK/frozen/TAG/tree/3.14.1/...``), on public's
+filesystem: a folder whose public place does not exist yet becomes public by one rename
+(every file appears at once); into an existing folder (prereleases share ``3.14.0/``) the
+files are linked no-clobber in plan order, as one batch on the server where it can, and the
+copies' other names removed afterwards. Before anything moves, every folder that gets a new
+entry is tried for writing, so a folder the bot cannot write stops the publish with nothing
+public. After the moves every public file must be the bot's copy: the same inode, owned by
+the bot, mode 0444, the planned size; only where the backend cannot tell an inode (SFTP
+without exec) or the file was not the bot's (public before the confirmation) is it hashed.
+"""
 
 from __future__ import annotations
 
+import errno
 import posixpath
+import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from bot.domain.plan import PlanFile, PublishPlan
-from bot.errors import PromotionConflict
+from bot.errors import PromotionConflict, PublishStopped, StorageError
 from bot.ports import PromotionReport
 from bot.storage.freezer import (
-    FrozenMismatch,
     Listings,
+    Record,
     ancestors,
-    check_targets,
-    freeze,
     frozen_problems,
     holds_exactly,
+    intact,
     make_folders,
-    prune,
+    read_record,
+    targets_in_public,
 )
-from bot.storage.primitives import FOLDER_MODE, Places, Primitives, inside
+from bot.storage.primitives import FOLDER_MODE, Entry, FileSystem, Move, Places, Touched
+from bot.storage.workarea import check_area
+
+DENIED = (errno.EACCES, errno.EPERM)
 
 
-@dataclass(frozen=True)
-class FolderMove:
-    """Files going from one staging folder to one public folder.
+class FrozenMismatch(PublishStopped):
+    """The bot's copies are not what it made at the confirmation."""
 
-    When ``target`` does not exist yet, renaming ``source`` onto it moves every file at once.
-    """
-
-    source: str  # relative to the release's staging folder ("" for the folder itself)
-    target: str  # relative to the public root
-    files: tuple[PlanFile, ...]
-
-
-def folder_moves(plan: PublishPlan) -> list[FolderMove]:
-    """Group the plan by (staging folder, public folder), innermost staging folders first
-    (``docs/`` leaves before the release folder it sits in is renamed)."""
-    groups: dict[tuple[str, str], list[PlanFile]] = {}
-    for f in plan.files:
-        groups.setdefault(_split(f), []).append(f)
-    moves = [FolderMove(src, dst, tuple(files)) for (src, dst), files in groups.items()]
-    return sorted(moves, key=lambda m: -len(m.source))
-
-
-def join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
-
-
-def _split(f: PlanFile) -> tuple[str, str]:
-    """The longest common trailing path of ``f.path`` and ``f.target`` is what moves along."""
-    src, dst = f.path.split("/"), f.target.split("/")
-    common = 0
-    while common < min(len(src), len(dst) - 1) and src[-1 - common] == dst[-1 - common]:
-        common += 1
-    return "/".join(src[: len(src) - common]), "/".join(dst[: len(dst) - common])
-
-
-# -- the promoter: written once over the storage primitives -----------------------------------
-
-
-@dataclass(frozen=True)
-class Move:
-    """One file of the per-file phase, with what the listing saw before anything moved."""
-
-    file: PlanFile
-    source: str  # in the bot's area
-    target: str  # in public
-    source_present: bool
-    target_present: bool
-
-
-@dataclass
-class Touched:
-    """What a promotion made public, for flushing and the permission fix-up."""
-
-    trees: list[str] = field(default_factory=list)  # renamed folders, fixed recursively
-    files: list[str] = field(default_factory=list)
-    folders: set[str] = field(default_factory=set)  # parents of moved files, not recursed
-
-
-class Mover(Primitives, Protocol):
-    """The primitives, plus the moves that make files public (kept apart from the freezer's
-    renames so a test can inject a crash between two of them) and the clean-up."""
-
-    def rename_public(self, source: str, target: str) -> None:
-        """A frozen folder renamed onto an absent public one: all its files at once."""
-        ...
-
-    def link_public(self, source: str, target: str) -> None:
-        """A second, public name; ``FileExistsError`` when ``target`` exists."""
-        ...
-
-    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
-        """Every link in plan order, then the removal of the sources, as one batch where
-        the backend can (one command on the server); False when it cannot or stopped
-        part-way: the promoter then finishes file by file."""
-        ...
-
-    def finish(self, touched: Touched) -> None:
-        """Flush the new public entries and fix permissions; failures are logged, not raised
-        (the files are public by then)."""
-        ...
+    def __init__(self, problems: Sequence[str], files: Sequence[str]) -> None:
+        super().__init__(
+            f"The bot's copies differ from the confirmed plan ({', '.join(problems)}); "
+            "nothing more was made public.",
+            tuple(files),
+        )
 
 
 def promote(
-    fs: Mover,
+    fs: FileSystem, places: Places, plan: PublishPlan, *, public_before: Sequence[str] = ()
+) -> PromotionReport:
+    """Make the bot's copies of ``plan`` public; idempotent, so a resumed promotion finishes.
+
+    Raises :class:`FrozenMismatch` when a copy is missing or changed, ``WorkAreaUntrusted``
+    when the work folder is not the bot's, :class:`PromotionConflict` when a target is public
+    with other content, and ``StorageError`` naming the public folder when one is in the way
+    or cannot be written (then nothing was made public). The report's ``problems`` name the
+    public files that are not what the bot wrote after the moves.
+    """
+    tag = plan.tag
+    check_area(fs, places, places.frozen_area)
+    record = read_record(fs, places, tag)
+    listed = Listings(fs)
+    _folders_in_the_way(places, plan, listed)
+    if frozen := frozen_problems(fs, places, plan, listed, record):
+        raise FrozenMismatch([p for _, p in frozen], [f for f, _ in frozen])
+    before = set(public_before)
+    copies = {f: listed.entry(places.tree(tag, f.target)) for f in plan.files}
+    present = [f for f in plan.files if listed.entry(places.target(f)) is not None]
+    resumed = any(f.target not in before for f in present)
+    _check_present(fs, places, plan, present, copies, record, moved=resumed)
+    renames, singles, leftovers = _moves(fs, places, plan, listed, copies)
+    _try_writing(fs, renames, singles)
+    touched = Touched()
+    where = places.public  # the public folder being written, for the message of a failure
+    try:
+        for where in dict.fromkeys(posixpath.dirname(m.target) for m in singles):
+            make_folders(fs, where, places.public, FOLDER_MODE)
+        for source, target, _ in renames:
+            where = posixpath.dirname(target)
+            make_folders(fs, where, "/", FOLDER_MODE)
+            fs.rename_public(source, target)
+            touched.trees.append(target)
+            touched.folders.update(ancestors(posixpath.dirname(target), places.public))
+        for m in singles:
+            touched.files.append(m.target)
+            touched.folders.update(ancestors(posixpath.dirname(m.target), places.public))
+        where = posixpath.dirname(singles[0].target) if singles else where
+        moved = _move_singles(fs, singles, touched, moved_before=bool(renames) or resumed)
+    except OSError as err:
+        raise _partly_public(fs, places, plan, before, where, err) from err
+    for copy in leftovers:  # public already (an interrupted promotion): the other name goes
+        fs.remove(copy)
+    fs.finish(touched)
+    problems = _public_problems(fs, places, plan, before, record)
+    renamed = tuple(posixpath.relpath(t, places.public) for _, t, _ in renames)
+    return PromotionReport(renamed, moved, len(present), tuple(problems))
+
+
+def _folders_in_the_way(places: Places, plan: PublishPlan, listed: Listings) -> None:
+    folders = {posixpath.dirname(places.target(f)) for f in plan.files}
+    for folder in sorted({a for d in folders for a in ancestors(d, places.public)}):
+        entry = listed.entry(folder)
+        if entry is not None and not entry.is_dir:
+            raise StorageError(
+                f"{folder} is in the way: it should be a folder of public files (move it "
+                "away); nothing was made public."
+            )
+
+
+def _check_present(
+    fs: FileSystem,
     places: Places,
     plan: PublishPlan,
+    present: list[PlanFile],
+    copies: dict[PlanFile, Entry | None],
+    record: Record,
     *,
-    verified: bool = False,
-    public_before: Sequence[str] = (),
-) -> PromotionReport:
-    """Make the plan's frozen files public; idempotent, so a resumed promotion finishes.
-
-    Before anything moves: every target is checked (:class:`PromotionConflict` when one is
-    public with other content), staged files still unfrozen are frozen, and the frozen files
-    are hashed unless ``verified`` just now (:class:`FrozenMismatch`). Then a frozen folder
-    whose public folder does not exist is renamed onto it (every file appears at once); the
-    other files are linked no-clobber in plan order (artifacts first, indexes last) in one
-    batch, and only then are the frozen copies removed.
-    """
-    check_targets(fs, places, plan)
-    # Files frozen only now (an interrupted freeze) were never hashed in the area.
-    if freeze(fs, places, plan, fresh=False) or not verified:
-        problems = frozen_problems(fs, places, plan, public_before=public_before)
-        if problems:
-            raise FrozenMismatch(problems)
-    root = places.frozen(plan)
+    moved: bool,
+) -> None:
+    """Targets that exist already must hold the planned content (public before the
+    confirmation, or put there by an interrupted promotion); else nothing moves."""
     listed = Listings(fs)
-    # Decide and make folders first, so the phase in which files become visible holds
-    # nothing but renames and links; removing frozen copies and flushing come after it.
-    renames: list[tuple[str, str, FolderMove]] = []
+    unproven = []
+    for f in present:
+        entry = listed.entry(places.target(f))
+        assert entry is not None
+        if not entry.is_file:
+            raise PromotionConflict(
+                f"{f.target} is already public and is not a regular file; nothing more was "
+                "moved (remove or rename it first).",
+                moved=moved,
+                target=f.target,
+            )
+        copy, known = copies[f], record.copies.get(f.path)
+        ours = entry.ino is not None and entry.ino in (known, copy.ino if copy else None)
+        if not (ours and intact(entry, f, fs.uid())):
+            unproven.append(f)
+    digests = fs.hash([places.target(f) for f in unproven]) if unproven else {}
+    for f in unproven:
+        if digests[places.target(f)] != f.sha256:
+            raise PromotionConflict(
+                f"{f.target} is already public with different content; nothing more was "
+                "moved (remove or rename one of them first).",
+                moved=moved,
+                target=f.target,
+            )
+
+
+def _moves(
+    fs: FileSystem,
+    places: Places,
+    plan: PublishPlan,
+    listed: Listings,
+    copies: dict[PlanFile, Entry | None],
+) -> tuple[list[tuple[str, str, list[PlanFile]]], list[Move], list[str]]:
+    """Which folders of copies become public by one rename (their public place is absent
+    and they hold exactly planned files), which files are linked one by one, and which
+    copies are public already under their target (checked by ``_check_present``)."""
+    tag = plan.tag
+    renames: list[tuple[str, str, list[PlanFile]]] = []
     singles: list[Move] = []
-    for move in folder_moves(plan):
-        source, target = inside(root, move.source), inside(places.public, move.target)
-        leaving = {f.path for _, _, m in renames for f in m.files}
-        if fs.lstat(target) is None and holds_exactly(
-            fs, source, {f.path for f in move.files}, prefix=move.source, ignoring=leaving
-        ):
-            make_folders(fs, posixpath.dirname(target), "/", FOLDER_MODE)
-            renames.append((source, target, move))
+    leftovers: list[str] = []
+    handled: set[PlanFile] = set()
+    for f in plan.files:
+        if f in handled or copies[f] is None:
             continue
-        for f in move.files:
-            s, t = places.frozen(plan, f.path), places.target(f)
-            singles.append(Move(f, s, t, listed.entry(s) is not None, listed.entry(t) is not None))
-    for folder in dict.fromkeys(posixpath.dirname(m.target) for m in singles):
-        make_folders(fs, folder, "/", FOLDER_MODE)
-    touched = Touched()
-    for source, target, _ in renames:
-        fs.rename_public(source, target)
-        touched.trees.append(target)
-        touched.folders.update(ancestors(posixpath.dirname(target), places.public))
-    for m in singles:
-        touched.files.append(m.target)
-        touched.folders.update(ancestors(posixpath.dirname(m.target), places.public))
-    moved = _move_singles(fs, singles, touched, moved_before=bool(renames))
-    fs.finish(touched)
-    prune(fs, root, keep_root=False)
-    prune(fs, places.staged(plan), keep_root=False)
-    return PromotionReport(tuple(m.target for _, _, m in renames), moved, len(singles) - moved)
+        if listed.entry(places.target(f)) is not None:
+            leftovers.append(places.tree(tag, f.target))
+            continue
+        parts = f.target.split("/")[:-1]
+        absent = next(
+            (
+                "/".join(parts[:i])
+                for i in range(1, len(parts) + 1)
+                if listed.entry(places.target_folder("/".join(parts[:i]))) is None
+            ),
+            None,
+        )
+        if absent is not None:
+            under = [g for g in plan.files if g.target.startswith(absent + "/")]
+            wanted = {g.target[len(absent) + 1 :] for g in under}
+            if all(copies[g] is not None for g in under) and holds_exactly(
+                fs, places.tree(tag, absent), wanted
+            ):
+                renames.append((places.tree(tag, absent), places.target_folder(absent), under))
+                handled.update(under)
+                continue
+        target = places.target(f)
+        singles.append(Move(f, places.tree(tag, f.target), target, True, False))
+    # A folder renamed into a public folder that also gets single files (a prerelease's MSI
+    # folder in 3.14.0/) would show before the batch of links: its files join the batch,
+    # which links every file in one command, so the release appears within milliseconds.
+    receiving = {posixpath.dirname(m.target) for m in singles}
+    kept = []
+    for source, target, files in renames:
+        parent = posixpath.dirname(target)
+        if any(parent == folder or parent.startswith(folder + "/") for folder in receiving):
+            singles += [
+                Move(g, places.tree(tag, g.target), places.target(g), True, False) for g in files
+            ]
+        else:
+            kept.append((source, target, files))
+    order = {f: i for i, f in enumerate(plan.files)}
+    singles.sort(key=lambda m: order[m.file])
+    return kept, singles, leftovers
 
 
-def _move_singles(fs: Mover, moves: list[Move], touched: Touched, *, moved_before: bool) -> int:
-    """The per-file phase; returns how many files it made public (the rest were already)."""
+def _try_writing(
+    fs: FileSystem, renames: list[tuple[str, str, list[PlanFile]]], singles: list[Move]
+) -> None:
+    """Before the first move: every existing folder that gets a new entry is written to
+    (a probe folder made and removed), so a folder the bot cannot write stops the publish
+    while nothing is public."""
+    parents = [posixpath.dirname(t) for _, t, _ in renames]
+    parents += [posixpath.dirname(m.target) for m in singles]
+    for folder in dict.fromkeys(_existing(fs, p) for p in dict.fromkeys(parents)):
+        probe = posixpath.join(folder, f".relbot-probe-{secrets.token_hex(4)}")
+        try:
+            fs.mkdir(probe, 0o700)
+            fs.rmdir(probe)
+        except OSError as err:
+            fix = "; give the bot's account write access to it" if err.errno in DENIED else ""
+            raise StorageError(
+                f"{folder} cannot be written by the bot ({err.strerror or err}{fix}); "
+                "nothing was made public."
+            ) from err
+
+
+def _existing(fs: FileSystem, folder: str) -> str:
+    """``folder``, or its nearest existing parent (where a missing one will be made)."""
+    while fs.lstat(folder) is None and folder not in ("/", ""):
+        folder = posixpath.dirname(folder)
+    return folder
+
+
+def _move_singles(
+    fs: FileSystem, moves: list[Move], touched: Touched, *, moved_before: bool
+) -> int:
+    """The per-file phase; returns how many files it made public."""
     if not moves:
         return 0
     if fs.move_batch(moves, touched):
-        return sum(m.source_present and not m.target_present for m in moves)
+        return len(moves)
     moved, done = 0, moved_before
     for m in moves:
         # Files linked before this one (a folder rename, the batch, this loop) are public
         # already: a conflict now is not "before anything moved".
         moved += _link_no_clobber(fs, m, moved=done)
-        done = done or not m.target_present
+        done = True
     for m in moves:
-        if fs.lstat(m.source) is not None and fs.lstat(m.target) is not None:
+        target = fs.lstat(m.target)
+        source = fs.lstat(m.source)
+        if source is not None and target is not None:
             fs.remove(m.source)
     return moved
 
 
-def _link_no_clobber(fs: Mover, m: Move, *, moved: bool) -> bool:
-    """Make the target a second name of the frozen file; False when it was public already
-    (a resumed promotion). A different file at the target is never replaced."""
+def _link_no_clobber(fs: FileSystem, m: Move, *, moved: bool) -> bool:
+    """Make the target a second name of the bot's copy; False when it was public already
+    (the batch got that far). A different file at the target is never replaced."""
     if fs.lstat(m.source) is None:
         return False
     try:
         fs.link_public(m.source, m.target)
     except FileExistsError:
-        # The target appeared since the check, or a crash hit between link and removal:
-        # fine only if it is the planned content.
-        if fs.hash([m.target])[m.target] != m.file.sha256:
+        # The target appeared since the check, or the batch stopped after linking it:
+        # fine only if it is the bot's copy (same inode) or the planned content.
+        found = fs.identities([m.target, m.source])
+        target, copy = found[m.target], found[m.source]
+        ours = target is not None and copy is not None and target.ino is not None
+        ours = ours and target.ino == copy.ino  # type: ignore[union-attr]
+        if not ours and fs.hash([m.target])[m.target] != m.file.sha256:
             raise PromotionConflict(
                 f"{m.file.target} appeared in public with different content while publishing.",
                 moved=moved,
+                target=m.file.target,
             ) from None
         return False
     return True
+
+
+def _partly_public(
+    fs: FileSystem, places: Places, plan: PublishPlan, before: set[str], where: str, err: OSError
+) -> StorageError:
+    """The error of a move that failed: the public folder, why, and exactly which files
+    are public."""
+    reason = err.strerror or str(err)
+    try:
+        public = [t for t in targets_in_public(fs, places, plan) if t not in before]
+    except OSError:
+        public = []
+    if not public:
+        return StorageError(f"Cannot publish into {where}: {reason}; nothing was made public.")
+    shown = ", ".join(public[:5]) + (f" and {len(public) - 5} more" if len(public) > 5 else "")
+    return StorageError(
+        f"Cannot publish into {where}: {reason}; public already: {shown} ({len(public)} of "
+        f"{len(plan.files)} files)."
+    )
+
+
+def _public_problems(
+    fs: FileSystem, places: Places, plan: PublishPlan, before: set[str], record: Record
+) -> list[str]:
+    """Every target against what the bot wrote: ``X is missing``, ``X is not a regular
+    file``, ``X is not the bot's copy``. By identity (inode, owner, mode, size); by hash
+    only where identity cannot prove it."""
+    uid = fs.uid()
+    found = fs.identities([places.target(f) for f in plan.files])
+    problems, unproven = [], []
+    for f in plan.files:
+        entry = found[places.target(f)]
+        if entry is None:
+            problems.append(f"{f.target} is missing")
+        elif not entry.is_file:
+            problems.append(f"{f.target} is not a regular file")
+        elif f.target in before or entry.ino is None or f.path not in record.copies:
+            unproven.append(f)
+        elif not intact(entry, f, uid) or entry.ino != record.copies[f.path]:
+            problems.append(f"{f.target} is not the bot's copy")
+    digests = fs.hash([places.target(f) for f in unproven]) if unproven else {}
+    problems += [f"{f.target} differs" for f in unproven if digests[places.target(f)] != f.sha256]
+    return problems

@@ -49,7 +49,7 @@ class RemoteHasher:
         if not todo:
             return result
         if self.link.exec_allowed(conn):
-            for chunk in _chunks(todo):
+            for chunk in chunks(todo):
                 result.update(self._on_server(conn, chunk, below))
         else:
             for path in todo:
@@ -164,7 +164,7 @@ def linked_between(conn: Connection, below: str, path: str) -> bool:
     return bool(conn.sftp.normalize(folder) != conn.sftp.normalize(below) + folder[len(below) :])
 
 
-def _chunks(paths: list[str]) -> Iterable[list[str]]:
+def chunks(paths: list[str]) -> Iterable[list[str]]:
     """Split paths so each hashing command stays well below the argument limit."""
     chunk: list[str] = []
     size = 0

@@ -5,37 +5,33 @@ listings are one ``listdir_attr`` per folder, digests are ``sha256sum`` over an 
 channel, and a promotion is a folder rename or one shell batch of no-clobber moves.
 
 The class composes concepts that live in their own modules: the connection
-(:mod:`bot.storage.ssh`), server-side hashing (:mod:`bot.storage.remote_hash`), the
-freezer's and promoter's primitives (:mod:`bot.storage.sftp_fs`), listing and small files
-(:mod:`bot.storage.sftp_files`), the aside area (:mod:`bot.storage.sftp_aside`) and the
-check (:mod:`bot.storage.sftp_check`). It keeps the calls tests override to inject faults.
+(:mod:`bot.storage.ssh`), server-side hashing and copying (:mod:`bot.storage.remote_hash`,
+:mod:`bot.storage.remote_copy`), the primitives the freeze, the promotion and the aside area
+are written over (:mod:`bot.storage.sftp_fs`), listing and small files
+(:mod:`bot.storage.sftp_files`) and the check (:mod:`bot.storage.sftp_check`). It keeps the
+calls tests override to inject faults.
 """
 
 from __future__ import annotations
 
-import contextlib
 import posixpath
-import secrets
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import paramiko
-from paramiko.sftp import CMD_EXTENDED
 
 from bot.domain.files import StagedFile
-from bot.domain.plan import PublishPlan
+from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.ports import PromotionReport
-from bot.storage import freezer, promotion, sftp_aside, sftp_files
-from bot.storage.aside import ASIDE_FOLDER
-from bot.storage.lock import Holder, SftpLease
-from bot.storage.primitives import Places
-from bot.storage.promotion import Touched
+from bot.storage import aside, freezer, promotion, sftp_files, sftp_fs
+from bot.storage.lock import Holder, Lease
+from bot.storage.primitives import FileSystem, Places, Touched, default_work
 from bot.storage.remote_hash import RemoteHasher
-from bot.storage.sftp_check import check_server
-from bot.storage.sftp_fs import FileMove, SftpFs, inside, read_folder, run_moves
+from bot.storage.sftp_check import check_server, overlap_on_server
+from bot.storage.sftp_fs import FileMove, RoundTrips, SftpFs, inside
 from bot.storage.ssh import (
     Connection,
     Endpoint,
@@ -44,12 +40,7 @@ from bot.storage.ssh import (
     SshRefused,
 )
 
-__all__ = ["HostKeyRejected", "SftpStorage", "SshRefused"]
-
-# The names the fault-injection tests subclass with.
-_Connection = Connection
-_FileMove = FileMove
-_Touched = Touched
+__all__ = ["Connection", "FileMove", "HostKeyRejected", "SftpStorage", "SshRefused", "Touched"]
 
 
 class SftpStorage:
@@ -71,10 +62,12 @@ class SftpStorage:
         *,
         passphrase: str | None = None,
         group: str | None = None,
+        work: str | None = None,
         connect_timeout: float = 10.0,
         io_timeout: float = 300.0,
     ) -> None:
-        for name, folder in (("staging", staging), ("public", public)):
+        work = work if work is not None else default_work(public)
+        for name, folder in (("staging", staging), ("public", public), ("work", work)):
             if not posixpath.isabs(folder):
                 raise StorageError(
                     f"storage.{name}: {folder!r} must be an absolute path on the server."
@@ -86,7 +79,9 @@ class SftpStorage:
         self.known_hosts = known_hosts
         self.staging = posixpath.normpath(staging)
         self.public = posixpath.normpath(public)
+        self.work = posixpath.normpath(work)
         self.group = group
+        self._places = Places(self.staging, self.public, self.work)
         self.connect_timeout = connect_timeout
         self.io_timeout = io_timeout
         self.requests: Counter[str] = Counter()
@@ -115,16 +110,33 @@ class SftpStorage:
 
     def staged_tags(self) -> list[str]:
         """Names of the release folders in staging (one listing)."""
-        return sftp_files.staged_tags(self)
+        return self._ssh.call(
+            f"list {self.staging}",
+            lambda conn: sftp_files.staged_tags(self._fs(conn), self.staging),
+        )
 
     def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
         """Every entry below the release's staging folder (symlinks reported, never
         followed), or None if there is no folder."""
-        return sftp_files.list_staging(self, tag)
+        root = self._release(tag)
+
+        def op(conn: Connection) -> dict[str, StagedFile] | None:
+            found = sftp_files.list_release(self._fs(conn), root)
+            if found is not None:  # the stamps the digest cache is keyed by
+                regular = {
+                    inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular
+                }
+                self._hasher.remember(root, regular)
+            return found
+
+        return self._ssh.call(f"list {root}", op)
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
         """Every entry below the given public folders, keyed by path under the public root."""
-        return sftp_files.list_public(self, folders)
+        return self._ssh.call(
+            f"list {self.public}",
+            lambda conn: sftp_files.list_public(self._fs(conn), self.public, folders),
+        )
 
     def digest(
         self, tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
@@ -155,11 +167,19 @@ class SftpStorage:
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
         """A small staged file (a signature bundle), whole; :class:`StorageError` past
         ``limit`` bytes, or when it is missing or not a regular file."""
-        return sftp_files.read(self, tag, path, limit)
+        root = self._release(tag)
+        return self._ssh.call(
+            f"read {inside(root, path)}",
+            lambda conn: sftp_files.read(self._fs(conn), root, path, limit),
+        )
 
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
         """Write a small staged file, never over an existing one unless ``replace``."""
-        sftp_files.write(self, tag, path, data, replace=replace)
+        full = inside(self._release(tag), path)
+        self._ssh.call(
+            f"write {full}",
+            lambda conn: sftp_files.write(self._fs(conn), full, data, replace=replace),
+        )
 
     def staging_location(self, tag: ReleaseTag) -> str:
         """Where people upload ``tag``'s files, for messages."""
@@ -170,170 +190,126 @@ class SftpStorage:
         connection, folders, one filesystem for both, exec and group availability."""
         try:
             return self._ssh.call(
-                "check the storage folders", lambda conn: check_server(self, conn)
+                "check the storage folders",
+                lambda conn: check_server(self._fs(conn), self._places, self.user, self.group),
             )
         except StorageError as err:
             return [str(err)]
 
-    def lock(self, holder: Holder) -> SftpLease:
-        """A lock file in staging with a heartbeat (SFTP has no locks): see bot.storage.lock."""
-
-        def call(what: str, op: Callable[[paramiko.SFTPClient], None]) -> None:
-            self._ssh.call(what, lambda conn: op(conn.sftp))
-
-        lease = SftpLease(self.staging, self.where, holder, call)
+    def lock(self, holder: Holder) -> Lease:
+        """A lock file in the work folder with a heartbeat (SFTP has no locks): see
+        bot.storage.lock."""
+        lease = Lease(self._run, self._places, f"{self.where}:{self.work}", holder)
         lease.acquire()
         return lease
 
+    def _run(self, what: str, op: Callable[[FileSystem], None]) -> None:
+        self._ssh.call(what, lambda conn: op(self._fs(conn)))
+
+    def overlap_on_server(self) -> str | None:
+        """Whether the server resolves staging and public to one folder (or one inside the
+        other) through a link: the sentence saying so, else None."""
+        return self._ssh.call(
+            f"resolve {self.staging} and {self.public}",
+            lambda conn: overlap_on_server(self._fs(conn), self._places),
+        )
+
+    def _fs(self, conn: Connection) -> SftpFs:
+        """The filesystem interface on ``conn``, its round trips this class's own hooks
+        (where tests inject faults)."""
+        trips = RoundTrips(
+            self._listdir, self._lstat, self._link, self._rename, self._replace, self._run_batch
+        )
+        return SftpFs(self._ssh, conn, self._hasher, trips, self.group)
+
     # -- promotion -------------------------------------------------------------------------
 
-    def freeze(self, plan: PublishPlan) -> list[str]:
-        """Move the plan's staged files into the bot's area on the server and hash them
-        there; returns what differs from the plan (see :mod:`bot.storage.freezer`)."""
-
-        def op(conn: Connection) -> list[str]:
-            fs = SftpFs(self, conn)
-            freezer.freeze(fs, self._places, plan, fresh=True)
-            return freezer.frozen_problems(fs, self._places, plan)
-
-        return self._ssh.call(f"freeze {plan.tag}", op)
-
-    def write_frozen(self, plan: PublishPlan, path: str, data: bytes) -> None:
-        """Write a small file beside the frozen files on the server (temporary name, then
-        ``posix-rename``: an earlier attempt's file is replaced)."""
-
-        def op(conn: Connection) -> None:
-            target = freezer.frozen_file(SftpFs(self, conn), self._places, plan, path)
-            folder, name = posixpath.split(target)
-            temp = posixpath.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-            try:
-                self.requests["write"] += 1
-                with conn.sftp.open(temp, "wb") as f:
-                    f.write(data)
-                self.requests["rename"] += 1
-                conn.sftp.posix_rename(temp, target)
-            finally:
-                with contextlib.suppress(OSError):
-                    conn.sftp.remove(temp)
-
-        self._ssh.call(f"write {path} beside the frozen files", op)
-
-    def thaw(self, plan: PublishPlan) -> list[str]:
-        """Put frozen files back in staging; returns the files that clashed."""
+    def freeze(self, plan: PublishPlan, *, fresh: bool = True) -> list[str]:
+        """Copy the plan's staged files into the bot's work folder on the server, hashing
+        each copy there; returns what differs from the plan (see bot.storage.freezer)."""
         return self._ssh.call(
-            f"put back {plan.tag}",
-            lambda conn: freezer.thaw(SftpFs(self, conn), self._places, plan),
+            f"copy the files of {plan.tag}",
+            lambda conn: freezer.freeze(self._fs(conn), self._places, plan, fresh=fresh),
+        )
+
+    def write_frozen(self, plan: PublishPlan, made: Sequence[tuple[PlanFile, bytes]]) -> None:
+        """Add files the bot made (signatures) to its copies on the server."""
+        self._ssh.call(
+            f"add to the copies of {plan.tag}",
+            lambda conn: freezer.add_copies(self._fs(conn), self._places, plan, made),
+        )
+
+    def discard(self, tag: ReleaseTag) -> None:
+        """Drop the bot's copies of ``tag``."""
+        self._ssh.call(
+            f"drop the copies of {tag}",
+            lambda conn: freezer.discard(self._fs(conn), self._places, tag),
+        )
+
+    def tidy(self, plan: PublishPlan) -> list[str]:
+        """Remove the staged originals unchanged since the copy; returns those left."""
+        return self._ssh.call(
+            f"tidy staging of {plan.tag}",
+            lambda conn: freezer.tidy(self._fs(conn), self._places, plan),
         )
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         return self._ssh.call(
             f"look at {self.public}",
-            lambda conn: freezer.targets_in_public(SftpFs(self, conn), self._places, plan),
+            lambda conn: freezer.targets_in_public(self._fs(conn), self._places, plan),
         )
 
-    def verify_public(self, plan: PublishPlan) -> list[str]:
-        return self._ssh.call(
-            f"check {self.public}",
-            lambda conn: freezer.public_problems(SftpFs(self, conn), self._places, plan),
-        )
-
-    def promote(
-        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
-    ) -> PromotionReport:
-        """Make the plan's frozen files public (see :func:`bot.storage.promotion.promote`);
+    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+        """Make the bot's copies public (see :func:`bot.storage.promotion.promote`);
         :class:`StagingUnreachable` when the connection drops (run it again)."""
         return self._ssh.call(
             f"publish {plan.tag}",
             lambda conn: promotion.promote(
-                SftpFs(self, conn),
-                self._places,
-                plan,
-                verified=verified,
-                public_before=public_before,
+                self._fs(conn), self._places, plan, public_before=public_before
             ),
         )
 
-    @property
-    def _places(self) -> Places:
-        return Places(self.staging, self.public)
-
+    # The round trips, kept apart so tests can inject a crash or a dropped connection.
     def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         """The per-file batch of moves (see :func:`bot.storage.sftp_fs.run_moves`)."""
-        return run_moves(self._ssh, conn, moves)
+        return sftp_fs.run_moves(self._ssh, conn, moves)
 
-    # The primitive moves, kept apart so tests can inject a crash or a dropped connection.
     def _rename(self, conn: Connection, source: str, target: str) -> None:
-        # OpenSSH renames a folder only onto a missing target: no clobbering.
-        self.requests["rename"] += 1
-        conn.sftp.rename(source, target)
+        sftp_fs.rename(self._ssh, conn, source, target)
 
     def _link(self, conn: Connection, source: str, target: str) -> None:
-        # link(2) on the server refuses an existing target: a race-free no-clobber.
-        self.requests["hardlink"] += 1
-        # paramiko has no public call for this OpenSSH extension.
-        conn.sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)  # type: ignore[attr-defined]
+        sftp_fs.hardlink(self._ssh, conn, source, target)
+
+    def _replace(self, conn: Connection, source: str, target: str) -> None:
+        sftp_fs.replace(self._ssh, conn, source, target)
+
+    def _listdir(self, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
+        return sftp_fs.listdir(self._ssh, conn, folder)
+
+    def _lstat(self, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
+        return sftp_fs.lstat(self._ssh, conn, path)
 
     # -- files that replace live ones (the install index) ------------------------------------
 
     def read_public(self, path: str, limit: int) -> bytes | None:
         """A small file under the public root, whole, or None when absent."""
-        return sftp_aside.read_public(self, path, limit)
-
-    def set_aside(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file of the release to the bot's aside folder (see sftp_aside)."""
-        sftp_aside.set_aside(self, tag, path)
-
-    def put_back(self, tag: ReleaseTag, path: str) -> None:
-        """Move a file set aside back into the release's staging folder."""
-        sftp_aside.put_back(self, tag, path)
+        return self._ssh.call(
+            f"read {path} in {self.public}",
+            lambda conn: aside.read_public(self._fs(conn), self._places, path, limit),
+        )
 
     def read_aside(self, tag: ReleaseTag, path: str, limit: int) -> bytes | None:
-        return sftp_aside.read_aside(self, tag, path, limit)
+        return self._ssh.call(
+            f"read the bot's copy of {path}",
+            lambda conn: aside.read_aside(self._fs(conn), self._places, tag, path, limit),
+        )
 
     def replace_public(self, tag: ReleaseTag, path: str, target: str) -> None:
-        """Replace the public ``target`` with the file set aside, by one rename."""
-        sftp_aside.replace_public(self, tag, path, target)
-
-    def _replace(self, conn: Connection, source: str, target: str) -> None:
-        self.requests["rename"] += 1
-        conn.sftp.posix_rename(source, target)
-
-    def _aside(self, tag: ReleaseTag) -> str:
-        return posixpath.join(self.staging, ASIDE_FOLDER, str(tag))
-
-    # -- round trips, kept on the class so tests can override them ------------------------
-
-    def _listdir(self, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
-        """One listing (see :func:`bot.storage.sftp_fs.read_folder`)."""
-        self.requests["listdir"] += 1
-        return read_folder(conn.sftp, folder)
-
-    def _stat(self, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
-        """What ``path`` points to (symlinks followed), or None when nothing is there."""
-        self.requests["stat"] += 1
-        try:
-            return conn.sftp.stat(path)
-        except FileNotFoundError:
-            return None
-
-    def _lstat(self, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
-        self.requests["stat"] += 1
-        try:
-            return conn.sftp.lstat(path)
-        except FileNotFoundError:
-            return None
-
-    def _makedirs(self, conn: Connection, folder: str) -> None:
-        """``mkdir -p`` over SFTP (one stat when the folder exists)."""
-        if self._lstat(conn, folder) is not None:
-            return
-        self._makedirs(conn, posixpath.dirname(folder))
-        try:
-            self.requests["mkdir"] += 1
-            conn.sftp.mkdir(folder, 0o775)
-        except OSError:
-            if self._lstat(conn, folder) is None:  # not made concurrently: a real failure
-                raise
+        """Replace the public ``target`` with the bot's copy of ``path``, by one rename."""
+        self._ssh.call(
+            f"replace {target} in {self.public}",
+            lambda conn: aside.replace_public(self._fs(conn), self._places, tag, path, target),
+        )
 
     def _release(self, tag: ReleaseTag) -> str:
         return posixpath.join(self.staging, str(tag))

@@ -1,4 +1,4 @@
-"""Listing, reading and writing over SFTP for :class:`bot.storage.sftp.SftpStorage`: the
+"""Listing, reading and writing over SFTP, on an :class:`bot.storage.sftp_fs.SftpFs`: the
 release folders in staging, every entry below a release or public folder (one
 ``listdir_attr`` per folder), and small staged files (signature bundles) read whole or
 written under a temporary name and linked into place.
@@ -11,10 +11,8 @@ import posixpath
 import secrets
 import stat
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from bot.domain.files import StagedFile
-from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
 from bot.storage.listing import (
     RELEASE_FOLDER,
@@ -24,191 +22,110 @@ from bot.storage.listing import (
     unreadable_release_folder,
 )
 from bot.storage.remote_hash import linked_between
-from bot.storage.sftp_fs import inside
-from bot.storage.ssh import Connection, reason
-from bot.storage.walk import Dirent, Walked, walk
-
-if TYPE_CHECKING:
-    from bot.storage.sftp import SftpStorage
+from bot.storage.sftp_fs import SftpFs, inside
+from bot.storage.ssh import reason
 
 
-def staged_tags(storage: SftpStorage) -> list[str]:
+def staged_tags(fs: SftpFs, staging: str) -> list[str]:
     """Names of the release folders in staging (one listing)."""
-
-    def op(conn: Connection) -> list[str]:
-        try:
-            entries = storage._listdir(conn, storage.staging)
-        except FileNotFoundError:
-            return []
-        except PermissionError as err:
-            raise StagingUnreachable(
-                f"Cannot read staging {storage.staging} on {storage.where}: {reason(err)}."
-            ) from err
-        # A symlinked release folder is listed too: scans show why it is refused.
-        return sorted(
-            e.filename
-            for e in entries
-            if stat.S_ISDIR(e.st_mode or 0) or stat.S_ISLNK(e.st_mode or 0)
-        )
-
-    return storage._ssh.call(f"list {storage.staging}", op)
+    try:
+        entries = fs.trips.listdir(fs.conn, staging)
+    except FileNotFoundError:
+        return []
+    except PermissionError as err:
+        raise StagingUnreachable(
+            f"Cannot read staging {staging} on {fs.where}: {reason(err)}."
+        ) from err
+    # A symlinked release folder is listed too: scans show why it is refused.
+    return sorted(
+        e.filename for e in entries if stat.S_ISDIR(e.st_mode or 0) or stat.S_ISLNK(e.st_mode or 0)
+    )
 
 
-def list_staging(storage: SftpStorage, tag: ReleaseTag) -> dict[str, StagedFile] | None:
-    """Every entry below the release's staging folder, or None if there is no folder.
+def list_release(fs: SftpFs, root: str) -> dict[str, StagedFile] | None:
+    """Every entry below a release's staging folder, or None if there is no folder.
 
-    One ``listdir_attr`` per folder; the server reports entries as ``lstat`` sees
-    them, so symlinks are reported (``regular=False``) and never followed.
+    One ``listdir_attr`` per folder; the server reports entries as ``lstat`` sees them, so
+    symlinks are reported (``regular=False``) and never followed. A tree past the entry
+    budget is reported as crowded (bot/storage/walk.py).
     """
-    root = storage._release(tag)
-
-    def op(conn: Connection) -> dict[str, StagedFile] | None:
-        attr = storage._lstat(conn, root)
-        if attr is None:
-            return None
-        if stat.S_ISLNK(attr.st_mode or 0):
-            return {RELEASE_FOLDER: linked_release_folder(conn.sftp.readlink(root) or "?")}
-        try:
-            walked = _walk(storage, conn, root, "")
-        except FileNotFoundError:
-            return None
-        except PermissionError as err:  # this release's problem, not the scan's
-            return {RELEASE_FOLDER: unreadable_release_folder(reason(err))}
-        found = walked.entries
-        storage._hasher.remember(
-            root,
-            {inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular},
-        )
-        if walked.cut:
-            found[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
-        return found
-
-    return storage._ssh.call(f"list {root}", op)
+    entry = fs.lstat(root)
+    if entry is None:
+        return None
+    if stat.S_ISLNK(entry.mode):
+        return {RELEASE_FOLDER: linked_release_folder(fs.conn.sftp.readlink(root) or "?")}
+    try:
+        walked = fs.walk(root, "")
+    except FileNotFoundError:
+        return None
+    except PermissionError as err:  # this release's problem, not the scan's
+        return {RELEASE_FOLDER: unreadable_release_folder(reason(err))}
+    found = walked.entries
+    if walked.cut:
+        found[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
+    return found
 
 
-def list_public(storage: SftpStorage, folders: Sequence[str]) -> dict[str, StagedFile]:
+def list_public(fs: SftpFs, public: str, folders: Sequence[str]) -> dict[str, StagedFile]:
     """Every entry below the given public folders, keyed by path under the public root;
     one ``listdir_attr`` per folder, a missing folder adds nothing."""
-
-    def op(conn: Connection) -> dict[str, StagedFile]:
-        found: dict[str, StagedFile] = {}
-        for folder in folders:
-            where = inside(storage.public, folder)
-            try:
-                walked = _walk(storage, conn, where, folder)
-            except FileNotFoundError:
-                continue
-            except PermissionError as err:
-                raise StagingUnreachable(
-                    f"Cannot list {storage.public}/{folder} on {storage.where}: {reason(err)}."
-                ) from err
-            if walked.cut:
-                where = f"{where} on {storage.where}"
-                raise StorageError(crowded_public_folder(where, walked.limit))
-            found.update(walked.entries)
-        return found
-
-    return storage._ssh.call(f"list {storage.public}", op)
+    found: dict[str, StagedFile] = {}
+    for folder in folders:
+        where = inside(public, folder)
+        try:
+            walked = fs.walk(where, folder)
+        except FileNotFoundError:
+            continue
+        except PermissionError as err:
+            raise StagingUnreachable(
+                f"Cannot list {public}/{folder} on {fs.where}: {reason(err)}."
+            ) from err
+        if walked.cut:
+            raise StorageError(crowded_public_folder(f"{where} on {fs.where}", walked.limit))
+        found.update(walked.entries)
+    return found
 
 
-def _walk(storage: SftpStorage, conn: Connection, folder: str, prefix: str) -> Walked:
-    """One ``listdir_attr`` per folder (bot/storage/walk.py); the server reports entries as
-    ``lstat`` sees them. A sub-folder that cannot be listed, an empty one and an odd name
-    are reported as problems."""
-
-    def listdir(where: str, limit: int) -> list[Dirent]:
-        return [
-            Dirent(
-                e.filename,
-                e.st_mode or 0,
-                e.st_size or 0,
-                float(e.st_mtime or 0),
-                _links(getattr(e, "longname", "")),
-            )
-            for e in storage._listdir(conn, where)[:limit]
-        ]
-
-    return walk(listdir, folder, prefix, unreadable=(PermissionError,), reason=reason)
-
-
-def _links(longname: str) -> int:
-    """The hard-link count from a listing's ``ls -l`` style line (SFTP v3 attributes have
-    none; OpenSSH's long name has it second). 1 when the server's line does not say."""
-    fields = longname.split(maxsplit=2)
-    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
-
-
-def read(storage: SftpStorage, tag: ReleaseTag, path: str, limit: int) -> bytes:
-    """A small staged file (a signature bundle), whole. Raises :class:`StorageError`
-    past ``limit`` bytes, or when it is missing or not a regular file (never followed)."""
-    root = storage._release(tag)
+def read(fs: SftpFs, root: str, path: str, limit: int) -> bytes:
+    """A small staged file (a signature bundle) of the release folder ``root``, whole.
+    Raises :class:`StorageError` past ``limit`` bytes, or when it is missing or not a
+    regular file (never followed)."""
     full = inside(root, path)
-
-    def op(conn: Connection) -> bytes:
-        if "/" in path and linked_between(conn, root, full):  # a folder swapped for a link
-            raise StorageError(f"{path} is not a regular file in {root}.")
-        data = read_small(storage, conn, full, limit)
-        if data is None:
-            raise StorageError(f"{path} is not a regular file in {storage._release(tag)}.")
-        return data
-
-    return storage._ssh.call(f"read {full}", op)
-
-
-def read_small(storage: SftpStorage, conn: Connection, path: str, limit: int) -> bytes | None:
-    """A small file on the server, whole, or None when absent (never through a symlink);
-    StorageError when it is not a regular file or larger than ``limit`` bytes."""
-    attr = storage._lstat(conn, path)
-    if attr is None:
-        return None
-    if not stat.S_ISREG(attr.st_mode or 0):
-        raise StorageError(f"{path} on {storage.where} is not a regular file.")
-    storage.requests["read"] += 1
-    with conn.sftp.open(path, "rb") as f:
-        # A FIFO swapped in since the lstat would have blocked the open on the server
-        # until the read deadline; anything but a regular file is never read.
-        if not stat.S_ISREG(f.stat().st_mode or 0):
-            raise StorageError(f"{path} on {storage.where} is not a regular file.")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise StorageError(f"{path} on {storage.where} is larger than {limit:,} bytes.")
+    if "/" in path and linked_between(fs.conn, root, full):  # a folder swapped for a link
+        raise StorageError(f"{path} is not a regular file in {root}.")
+    data = fs.read_small(full, limit)
+    if data is None:
+        raise StorageError(f"{path} is not a regular file in {root}.")
     return data
 
 
-def write(
-    storage: SftpStorage, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False
-) -> None:
+def write(fs: SftpFs, full: str, data: bytes, *, replace: bool = False) -> None:
     """Write a small staged file under a temporary name, then rename it into place (an
     existing file only with ``replace``). Raises :class:`StorageError`."""
-    full = inside(storage._release(tag), path)
     folder, name = posixpath.split(full)
     temp = posixpath.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-
-    def op(conn: Connection) -> None:
-        try:
-            storage.requests["write"] += 1
-            with conn.sftp.open(temp, "wb") as f:
-                f.write(data)
-            if replace:
-                storage.requests["rename"] += 1
-                conn.sftp.posix_rename(temp, full)
-            else:
-                storage._link(conn, temp, full)  # refuses an existing target
-        except OSError as err:
-            if not replace and storage._lstat(conn, full) is not None:
-                if _holds(storage, conn, full, data):
-                    return  # written by an attempt whose answer was lost: done
-                raise StorageError(f"{path} already exists in {folder}; not overwritten.") from err
-            raise
-        finally:
-            with contextlib.suppress(OSError):
-                conn.sftp.remove(temp)
-
-    storage._ssh.call(f"write {full}", op)
+    sftp = fs.conn.sftp
+    try:
+        fs.requests["write"] += 1
+        with sftp.open(temp, "wb") as f:
+            f.write(data)
+        if replace:
+            fs.replace(temp, full)
+        else:
+            fs.trips.hardlink(fs.conn, temp, full)  # refuses an existing target
+    except OSError as err:
+        if not replace and fs.lstat(full) is not None:
+            if _holds(fs, full, data):
+                return  # written by an attempt whose answer was lost: done
+            raise StorageError(f"{name} already exists in {folder}; not overwritten.") from err
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            sftp.remove(temp)
 
 
-def _holds(storage: SftpStorage, conn: Connection, path: str, data: bytes) -> bool:
+def _holds(fs: SftpFs, path: str, data: bytes) -> bool:
     """Whether a small file on the server has exactly ``data``."""
-    storage.requests["read"] += 1
-    with conn.sftp.open(path, "rb") as f:
+    fs.requests["read"] += 1
+    with fs.conn.sftp.open(path, "rb") as f:
         return bool(f.read(len(data) + 1) == data)

@@ -1,34 +1,41 @@
-"""The freezer's and the promoter's primitives over one SFTP connection, the shell batch
-of no-clobber moves, the listing walk and the permissions fixed after a publication.
+"""The filesystem interface (:class:`bot.storage.primitives.FileSystem`) over one SFTP
+connection: what :class:`bot.storage.sftp.SftpStorage` runs the storage algorithms over.
+Hashing, copying, identities and the batch of no-clobber moves happen on the server, one
+command per batch, where the server lets the bot run commands.
 
-The round trips tests override to inject faults (``_listdir``, ``_lstat``, ``_link``,
-``_rename``, ``_run_batch``) stay on :class:`bot.storage.sftp.SftpStorage`, and the
-primitives here call them there.
+The round trips that tests replace to inject faults (a listing, an ``lstat``, a hard link, a
+rename, the batch of moves) are callables it is given (:class:`RoundTrips`); the module's own
+functions are the real ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import posixpath
 import shlex
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import paramiko
-from paramiko.sftp import CMD_CLOSE, CMD_HANDLE, CMD_NAME, CMD_OPENDIR, CMD_READDIR
+from paramiko.sftp import (
+    CMD_CLOSE,
+    CMD_EXTENDED,
+    CMD_HANDLE,
+    CMD_NAME,
+    CMD_OPENDIR,
+    CMD_READDIR,
+)
 
-from bot.domain.files import StagedFile
 from bot.domain.plan import PlanFile
 from bot.errors import StorageError
-from bot.storage.listing import empty_folder, odd_name, unreadable_folder
-from bot.storage.primitives import Entry
-from bot.storage.promotion import Move, Touched, join
+from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
+from bot.storage.remote_copy import copy_on_server, parse_stamp, stamp_command
+from bot.storage.remote_hash import RemoteHasher, chunks
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
-
-if TYPE_CHECKING:
-    from bot.storage.sftp import SftpStorage
+from bot.storage.walk import Dirent, Walked, walk
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +67,46 @@ class FileMove:
     target: RemoteEntry
 
 
-class SftpFs:
-    """The freezer's primitives over one SFTP connection (hashes computed on the server)."""
+@dataclass(frozen=True)
+class RoundTrips:
+    """The SFTP round trips a storage may replace: defaults are this module's functions."""
 
-    def __init__(self, storage: SftpStorage, conn: Connection) -> None:
-        self.storage = storage
+    listdir: Callable[[Connection, str], list[paramiko.SFTPAttributes]]
+    lstat: Callable[[Connection, str], paramiko.SFTPAttributes | None]
+    hardlink: Callable[[Connection, str, str], None]
+    rename: Callable[[Connection, str, str], None]
+    replace: Callable[[Connection, str, str], None]
+    run_batch: Callable[[Connection, list[FileMove], Touched], bool]
+
+
+class SftpFs:
+    """The filesystem interface over one SFTP connection; ``group``: the group published
+    files get (needs exec)."""
+
+    def __init__(
+        self,
+        ssh: SshLink,
+        conn: Connection,
+        hasher: RemoteHasher,
+        trips: RoundTrips,
+        group: str | None = None,
+    ) -> None:
+        self.ssh = ssh
         self.conn = conn
+        self.hasher = hasher
+        self.trips = trips
+        self.group = group
+        self.where = ssh.where
+        self.requests = ssh.requests
+
+    @property
+    def _exec(self) -> bool:
+        return self.ssh.exec_allowed(self.conn)
 
     def uid(self) -> int:
         if self.conn.uid is None:
-            if self.storage._ssh.exec_allowed(self.conn):
-                status, out, err = self.storage._ssh.exec(self.conn, "id -u")
+            if self._exec:
+                status, out, err = self.ssh.exec(self.conn, "id -u")
                 if status != 0:
                     raise StorageError(f"Cannot learn the bot's uid: {first_line(err)}.")
                 self.conn.uid = int(out.strip())
@@ -80,23 +116,87 @@ class SftpFs:
         return self.conn.uid
 
     def lstat(self, path: str) -> Entry | None:
-        attr = self.storage._lstat(self.conn, path)
-        return None if attr is None else Entry(attr.st_mode or 0, attr.st_uid or 0)
+        attr = self.trips.lstat(self.conn, path)
+        return None if attr is None else _entry(attr)
 
     def listdir(self, path: str) -> dict[str, Entry] | None:
         try:
-            entries = self.storage._listdir(self.conn, path)
+            entries = self.trips.listdir(self.conn, path)
         except FileNotFoundError:
             return None
-        return {e.filename: Entry(e.st_mode or 0, e.st_uid or 0) for e in entries}
+        return {e.filename: _entry(e) for e in entries}
+
+    def identities(self, paths: Sequence[str]) -> dict[str, Entry | None]:
+        if not paths:
+            return {}
+        if not self._exec:  # SFTP's attributes: no inode, no link count
+            return {path: self.lstat(path) for path in paths}
+        found: dict[str, Entry | None] = dict.fromkeys(paths)
+        for chunk in chunks(list(paths)):
+            # One stat for the whole chunk: a record per path that exists, named, so an
+            # absent path is simply not there (stat says so on stderr, exit status 1).
+            quoted = " ".join(shlex.quote(p) for p in chunk)
+            status, out, err = self.ssh.exec(
+                self.conn, f"LC_ALL=C stat --printf '%f %u %s %i %h %n\\0' -- {quoted}"
+            )
+            for record in out.split(b"\0")[:-1]:
+                mode, uid, size, ino, nlink, name = record.decode(errors="surrogateescape").split(
+                    " ", 5
+                )
+                found[name] = Entry(int(mode, 16), int(uid), int(size), int(ino), int(nlink))
+            absent = sum(entry is None for p, entry in found.items() if p in chunk)
+            if status != 0 and err.count(b"No such file or directory") < absent:
+                why = first_line(err) or "no output"
+                raise StorageError(f"Cannot look at files on {self.where}: {why}.")
+        return found
+
+    def stamps(self, paths: Sequence[str]) -> dict[str, Stamp | None]:
+        if not paths:
+            return {}
+        found: dict[str, Stamp | None] = {}
+        if not self._exec:  # no inode, no ctime: only a hash can tell a rewrite
+            for path in paths:
+                attr = self.trips.lstat(self.conn, path)
+                regular = attr is not None and stat.S_ISREG(attr.st_mode or 0)
+                found[path] = (
+                    Stamp(None, attr.st_size or 0, int(attr.st_mtime or 0) * 10**9, None)
+                    if attr is not None and regular
+                    else None
+                )
+            return found
+        for path, line in zip(paths, self._lines(paths, stamp_command()), strict=True):
+            found[path] = parse_stamp(line)
+        return found
+
+    def _lines(self, paths: Sequence[str], command: str) -> list[str]:
+        """One line of ``command`` (shell, the path in ``$p``) per path, in one command on
+        the server per batch."""
+        lines: list[str] = []
+        for chunk in chunks(list(paths)):
+            quoted = " ".join(shlex.quote(p) for p in chunk)
+            status, out, err = self.ssh.exec(
+                self.conn, f"export LC_ALL=C; for p in {quoted}; do {command}; done"
+            )
+            got = out.decode(errors="replace").splitlines()
+            if status != 0 or len(got) != len(chunk):
+                raise StorageError(
+                    f"Cannot look at files on {self.where}: "
+                    f"{first_line(err) or 'unexpected output'}."
+                )
+            lines += got
+        return lines
 
     def rename(self, source: str, target: str) -> None:
-        self.storage.requests["rename"] += 1
+        self.requests["rename"] += 1
         self.conn.sftp.rename(source, target)
+
+    def replace(self, source: str, target: str) -> None:
+        self.requests["rename"] += 1
+        self.conn.sftp.posix_rename(source, target)
 
     def link(self, source: str, target: str) -> None:
         try:
-            self.storage._link(self.conn, source, target)
+            self.trips.hardlink(self.conn, source, target)
         except OSError:
             # The server answers an existing target with a bare "Failure": look.
             if self.conn.alive and self.lstat(target) is not None:
@@ -104,13 +204,16 @@ class SftpFs:
             raise
 
     def rename_public(self, source: str, target: str) -> None:
-        self.storage._rename(self.conn, source, target)
+        self.trips.rename(self.conn, source, target)
 
     def link_public(self, source: str, target: str) -> None:
         self.link(source, target)
 
+    def replace_public(self, source: str, target: str) -> None:
+        self.trips.replace(self.conn, source, target)
+
     def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
-        if not self.storage._ssh.exec_allowed(self.conn):
+        if not self._exec:
             return False
         batch = [
             FileMove(
@@ -120,91 +223,71 @@ class SftpFs:
             )
             for m in moves
         ]
-        return self.storage._run_batch(self.conn, batch, touched)
+        return self.trips.run_batch(self.conn, batch, touched)
 
     def finish(self, touched: Touched) -> None:
-        """After the moves, in one command: flush the public folders' new entries and fix
-        permissions. Failures are logged, not raised: the files are public by now."""
-        if not self.storage._ssh.exec_allowed(self.conn):
-            if self.storage.group is not None:
-                self._fix_modes_by_sftp(touched)
-            return
+        """After the moves, in one command: flush the public folders' new entries and give
+        them the configured group. Failures are logged, not raised: the files are public."""
+        if not self._exec:
+            return  # SFTP knows no group names: the group needs exec
         q = shlex.quote
         commands = []
         folders = {posixpath.dirname(p) for p in [*touched.trees, *touched.files]}
         if folders:
             commands.append(f"sync -- {' '.join(q(f) for f in sorted(folders))}")
-        if self.storage.group is not None:
-            commands += _permission_commands(touched, self.storage.group)
+        if self.group is not None:
+            commands += _group_commands(touched, self.group)
         if not commands:
             return
-        status, _out, err = self.storage._ssh.exec(
+        status, _out, err = self.ssh.exec(
             self.conn, "s=0; " + "".join(f"{c} || s=1; " for c in commands) + "exit $s"
         )
         if status != 0:
-            log.warning("Finishing the publication on %s: %s", self.storage.where, first_line(err))
+            log.warning("Finishing the publication on %s: %s", self.where, first_line(err))
 
-    def _fix_modes_by_sftp(self, touched: Touched) -> None:
-        """Without exec only modes can be fixed (SFTP knows no group names)."""
-        paths = [*touched.files, *sorted(touched.folders)]
-        for tree in touched.trees:
-            paths += [tree, *self.folders(tree)]
-            paths += [inside(tree, p) for p, f in self.walk(tree, "") if f.regular]
-        for path in paths:
-            attr = self.storage._lstat(self.conn, path)
-            if attr is None or attr.st_mode is None:
-                continue
-            kind = stat.S_IFMT(attr.st_mode)
-            want = 0o775 if kind == stat.S_IFDIR else 0o664
-            if kind in (stat.S_IFDIR, stat.S_IFREG) and stat.S_IMODE(attr.st_mode) & 0o777 != want:
-                try:
-                    self.storage.requests["chmod"] += 1
-                    self.conn.sftp.chmod(path, (stat.S_IMODE(attr.st_mode) & 0o7000) | want)
-                except OSError as err:
-                    if not self.conn.alive:
-                        raise
-                    log.warning("Could not chmod %s on %s: %s", path, self.storage.where, err)
+    def walk(self, folder: str, prefix: str) -> Walked:
+        """One ``listdir_attr`` per folder (bot/storage/walk.py: no recursion, a depth and
+        an entry budget); entries carry ``lstat`` attributes. A sub-folder that cannot be
+        listed, an empty one and an odd name are reported as problems."""
 
-    def walk(self, folder: str, prefix: str) -> list[tuple[str, StagedFile]]:
-        """One ``listdir_attr`` per folder; entries carry ``lstat`` attributes. A sub-folder
-        that cannot be listed, an empty one and an odd name are reported as problems."""
-        found = []
-        for entry in sorted(self.storage._listdir(self.conn, folder), key=lambda e: e.filename):
-            path, mode = join(prefix, entry.filename), entry.st_mode or 0
-            if (odd := odd_name(path)) is not None:
-                found.append((odd.path, odd))
-                continue
-            if stat.S_ISDIR(mode):
-                try:
-                    inner = self.walk(posixpath.join(folder, entry.filename), path)
-                except FileNotFoundError:
-                    continue  # removed since the parent was listed
-                except PermissionError as err:
-                    inner = [(path + "/", unreadable_folder(path + "/", reason(err)))]
-                found += inner or [(path + "/", empty_folder(path + "/"))]
-                continue
-            size, mtime = entry.st_size or 0, float(entry.st_mtime or 0)
-            regular = stat.S_ISREG(mode)
-            links = _links(getattr(entry, "longname", "")) if regular else 1
-            found.append((path, StagedFile(path, size, mtime, regular, links=links)))
-        return found
+        def listdir(where: str, limit: int) -> list[Dirent]:
+            return [
+                Dirent(
+                    e.filename,
+                    e.st_mode or 0,
+                    e.st_size or 0,
+                    float(e.st_mtime or 0),
+                    _links(getattr(e, "longname", "")),
+                )
+                for e in self.trips.listdir(self.conn, where)[:limit]
+            ]
 
-    def folders(self, folder: str) -> list[str]:
-        """Every folder below ``folder``."""
-        found = []
-        for entry in self.storage._listdir(self.conn, folder):
-            if stat.S_ISDIR(entry.st_mode or 0):
-                inner = posixpath.join(folder, entry.filename)
-                found += [inner, *self.folders(inner)]
-        return found
+        return walk(listdir, folder, prefix, unreadable=(PermissionError,), reason=reason)
 
     def remove(self, path: str) -> None:
-        self.storage.requests["remove"] += 1
+        self.requests["remove"] += 1
         self.conn.sftp.remove(path)
+
+    def remove_tree(self, path: str) -> None:
+        entries = self.listdir(path)
+        if entries is None:
+            return
+        if self._exec:
+            status, _out, err = self.ssh.exec(self.conn, f"rm -rf -- {shlex.quote(path)}")
+            if status != 0:
+                raise StorageError(f"Cannot remove {path} on {self.where}: {first_line(err)}.")
+            return
+        for name, entry in entries.items():
+            inner = posixpath.join(path, name)
+            if entry.is_dir:
+                self.remove_tree(inner)
+            else:
+                self.remove(inner)
+        self.rmdir(path)
 
     def rmdir(self, path: str) -> bool:
         try:
-            self.storage.requests["rmdir"] += 1
+            self.requests["rmdir"] += 1
             self.conn.sftp.rmdir(path)
         except OSError:
             if not self.conn.alive:
@@ -213,12 +296,140 @@ class SftpFs:
         return True
 
     def mkdir(self, path: str, mode: int) -> None:
-        self.storage.requests["mkdir"] += 1
+        self.requests["mkdir"] += 1
         self.conn.sftp.mkdir(path, mode)
         self.conn.sftp.chmod(path, mode)  # not narrowed by the server's umask
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
-        return self.storage._hasher.hash(self.conn, paths, cache=False)
+        return self.hasher.hash(self.conn, paths, cache=False)
+
+    def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
+        if not self._exec:
+            return [self._stream(job) for job in jobs]
+        return copy_on_server(self.ssh, self.conn, jobs)
+
+    def _stream(self, job: CopyJob) -> Copied:
+        """Without exec: the bytes come through the bot and go back, hashed as they are
+        written (slow, but the copy is still the bot's and its hash is of what it wrote)."""
+        sftp = self.conn.sftp
+        before = self.trips.lstat(self.conn, job.source)
+        if before is None:
+            return Copied("is missing")
+        if not stat.S_ISREG(before.st_mode or 0):
+            return Copied("is not a regular file")
+        part = f"{job.target}.part"
+        h = hashlib.sha256()
+        self.requests["download"] += 1
+        try:
+            with sftp.open(job.source, "rb") as src, sftp.open(part, "wb") as out:
+                opened = src.stat()
+                if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
+                    return Copied("is not a regular file")  # swapped since the lstat
+                src.prefetch(opened.st_size)
+                while chunk := src.read(1 << 20):
+                    h.update(chunk)
+                    out.write(chunk)
+            sftp.chmod(part, FILE_MODE)
+        except FileNotFoundError:
+            return Copied("is missing")
+        digest = h.hexdigest()
+        if digest != job.sha256:
+            sftp.remove(part)
+            return Copied("changed", digest)
+        sftp.posix_rename(part, job.target)
+        size, mtime = before.st_size or 0, int(before.st_mtime or 0) * 10**9
+        return Copied("", digest, Stamp(None, size, mtime, None), None)
+
+    def read_small(self, path: str, limit: int) -> bytes | None:
+        """A small file on the server, whole, or None when absent (never through a symlink);
+        StorageError when it is not a regular file or larger than ``limit`` bytes."""
+        attr = self.trips.lstat(self.conn, path)
+        if attr is None:
+            return None
+        if not stat.S_ISREG(attr.st_mode or 0):
+            raise StorageError(f"{path} on {self.where} is not a regular file.")
+        self.requests["read"] += 1
+        with self.conn.sftp.open(path, "rb") as f:
+            # A FIFO swapped in since the lstat would have blocked the open on the server
+            # until the read deadline; anything but a regular file is never read.
+            if not stat.S_ISREG(f.stat().st_mode or 0):
+                raise StorageError(f"{path} on {self.where} is not a regular file.")
+            data: bytes = f.read(limit + 1)
+        if len(data) > limit:
+            raise StorageError(f"{path} on {self.where} is larger than {limit:,} bytes.")
+        return data
+
+    def write_small(self, path: str, data: bytes) -> None:
+        temp = f"{path}.new"
+        self.requests["write"] += 1
+        with self.conn.sftp.open(temp, "wb") as f:
+            f.write(data)
+        self.conn.sftp.posix_rename(temp, path)
+
+    def create_small(self, path: str, data: bytes) -> bool:
+        self.requests["write"] += 1
+        try:
+            with self.conn.sftp.open(path, "wx") as f:  # SFTP's O_CREAT | O_EXCL
+                f.write(data)
+        except FileNotFoundError:
+            raise
+        except OSError:
+            if not self.conn.alive:
+                raise
+            return False  # it exists (SFTP v3 says only "failure")
+        return True
+
+    def pin(self, path: str) -> bool | None:
+        return None  # SFTP has no locks
+
+    def unpin(self, path: str) -> None:
+        return None
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
+        """What ``path`` points to (symlinks followed), or None when nothing is there."""
+        self.requests["stat"] += 1
+        try:
+            return self.conn.sftp.stat(path)
+        except FileNotFoundError:
+            return None
+
+
+def _entry(attr: paramiko.SFTPAttributes) -> Entry:
+    return Entry(attr.st_mode or 0, attr.st_uid or 0, attr.st_size or 0)
+
+
+def listdir(link: SshLink, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
+    """One listing (see :func:`read_folder`)."""
+    link.requests["listdir"] += 1
+    return read_folder(conn.sftp, folder)
+
+
+def lstat(link: SshLink, conn: Connection, path: str) -> paramiko.SFTPAttributes | None:
+    """``path`` as ``lstat`` sees it, or None when nothing is there."""
+    link.requests["stat"] += 1
+    try:
+        return conn.sftp.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def hardlink(link: SshLink, conn: Connection, source: str, target: str) -> None:
+    """``link(2)`` on the server: it refuses an existing target, a race-free no-clobber."""
+    link.requests["hardlink"] += 1
+    sftp: Any = conn.sftp  # paramiko has no public call for this OpenSSH extension
+    sftp._request(CMD_EXTENDED, "hardlink@openssh.com", source, target)
+
+
+def rename(link: SshLink, conn: Connection, source: str, target: str) -> None:
+    """SFTP's rename: OpenSSH renames only onto a missing target (no clobbering)."""
+    link.requests["rename"] += 1
+    conn.sftp.rename(source, target)
+
+
+def replace(link: SshLink, conn: Connection, source: str, target: str) -> None:
+    """``posix-rename``: ``rename(2)`` on the server, over an existing target."""
+    link.requests["rename"] += 1
+    conn.sftp.posix_rename(source, target)
 
 
 def run_moves(link: SshLink, conn: Connection, moves: list[FileMove]) -> bool:
@@ -282,24 +493,17 @@ def _move_scripts(moves: list[FileMove]) -> list[str]:
     return scripts
 
 
-def _permission_commands(touched: Touched, group: str) -> list[str]:
-    """Group ``group``, folders 775 and files 664, as today's tooling leaves them; only
-    what is not already right is changed (another RM may own a folder)."""
+def _group_commands(touched: Touched, group: str) -> list[str]:
+    """Group ``group`` on what this publish made public (the folders it renamed, the files it
+    linked), where it is not already. Modes stay the bot's (0444 files, 0755 folders): the
+    group may read, never write, a published byte. Folders the publish only added to are
+    left as they are (another RM may own them)."""
+    paths = [*touched.trees, *touched.files]
+    if not paths:
+        return []
     g = shlex.quote(group)
-    commands = []
-    for paths, depth in (
-        ([*touched.trees, *touched.files], ""),
-        (sorted(touched.folders), " -maxdepth 0"),
-    ):
-        if not paths:
-            continue
-        start = " ".join(shlex.quote(p) for p in paths) + depth  # absolute: never options
-        commands += [
-            f"find {start} ! -group {g} -exec chgrp {g} {{}} +",
-            f"find {start} \\( -type d \\( ! -perm -775 -o -perm /002 \\)"
-            " -exec chmod 775 {} + \\) -o \\( -type f ! -perm 664 -exec chmod 664 {} + \\)",
-        ]
-    return commands
+    start = " ".join(shlex.quote(p) for p in paths)  # absolute: never options
+    return [f"find {start} ! -group {g} -exec chgrp -h {g} {{}} +"]
 
 
 def read_folder(client: paramiko.SFTPClient, folder: str) -> list[paramiko.SFTPAttributes]:

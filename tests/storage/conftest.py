@@ -1,5 +1,7 @@
 """Storage test fixtures: a real OpenSSH server on loopback, and each Storage backend on
 real folders, with a way to make a backend die after its k-th move."""
+# The crash points are the backends' own move calls, so the fakes subclass their private
+# hooks; nothing here is imported by the bot.
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ import pytest
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.ports import Storage
+from bot.ports import PromotionReport, Storage
+from bot.storage.freezer import make_folders
 from bot.storage.local import LocalStorage
-from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
+from bot.storage.sftp import Connection, FileMove, SftpStorage, Touched
 from tests.sshd import MISSING, SSHD, SshServer
+from tests.uploader import shared_root, uploader  # noqa: F401  (fixtures: a real uploader)
 
 
 class Crash(Exception):
@@ -100,21 +104,19 @@ class CrashingSftp(SftpStorage):
 
     budget = 0
 
-    def _rename(self, conn: _Connection, source: str, target: str) -> None:
+    def _rename(self, conn: Connection, source: str, target: str) -> None:
         super()._rename(conn, source, target)
         if self.budget == 0:
             raise Crash
         self.budget -= 1
 
-    def _run_batch(
-        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
-    ) -> tuple[int, int]:
+    def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         if self.budget >= len(moves):
             self.budget -= len(moves)
             return super()._run_batch(conn, moves, touched)
         super()._run_batch(conn, moves[: self.budget], touched)
         half = moves[self.budget]
-        self._makedirs(conn, posixpath.dirname(half.target.path))
+        make_folders(self._fs(conn), posixpath.dirname(half.target.path), "/", 0o755)
         self._link(conn, half.source.path, half.target.path)
         raise Crash
 
@@ -129,6 +131,15 @@ class Backend:
     public: Path
     make: Callable[[], Storage]
     crashing: Callable[[int], Storage]
+
+    @property
+    def work(self) -> Path:
+        """The bot's work folder (the default: beside public)."""
+        return self.public.parent / f".relbot-{self.public.name}"
+
+    def copy_of(self, tag: str, target: str) -> Path:
+        """Where the bot's copy of a file going to ``target`` waits."""
+        return self.work / "frozen" / tag / "tree" / target
 
     def write(self, tag: str, path: str, content: str | bytes) -> Path:
         file = self.staging / tag / path
@@ -192,6 +203,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
     request.addfinalizer(close_all)
     return Backend("sftp", staging, public, make, crashing_sftp)
+
+
+def publish(storage: Storage, plan: PublishPlan) -> PromotionReport:
+    """What a confirmation does to storage: the bot's copies, then the promotion."""
+    assert storage.freeze(plan) == []
+    return storage.promote(plan)
 
 
 def plan_for(backend: Backend, tag: str, paths: list[str]) -> PublishPlan:

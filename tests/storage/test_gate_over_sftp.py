@@ -12,7 +12,7 @@ from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.gate import PIPELINE
 from bot.messages import ChannelKind
-from bot.storage.sftp import SftpStorage, _Connection, _FileMove, _Touched
+from bot.storage.sftp import Connection, FileMove, SftpStorage, Touched
 from tests.conftest import World
 from tests.console_driver import RELBOT, publish_through_console
 from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
@@ -53,7 +53,7 @@ def test_console_rehearsal_over_sftp_publishes_every_file(tmp_path: Path, sshd: 
     assert "Published 3.14.1: 19 files are public." in session.after_confirm
     published = {p.name for p in public.rglob("*") if p.is_file()}
     assert published == {p.name for p in staged}
-    assert not (staging / "3.14.1").exists()
+    assert not (staging / "3.14.1").exists()  # the staged originals, unchanged: removed
 
 
 def sftp_world(tmp_path: Path, server: SshServer, cls: type[SftpStorage] = SftpStorage) -> World:
@@ -85,9 +85,7 @@ class DroppedMidPublish(SftpStorage):
 
     server: SshServer
 
-    def _run_batch(
-        self, conn: _Connection, moves: list[_FileMove], touched: _Touched
-    ) -> tuple[int, int]:
+    def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
         self.server.stop()
         return super()._run_batch(conn, moves, touched)
 
@@ -117,7 +115,7 @@ async def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_
     assert world.events("3.14.0rc1", EventKind.STEP_DONE).count("step-done") == len(PIPELINE)
 
 
-async def test_confirm_hashes_afresh_so_a_same_second_rewrite_is_refused(
+async def test_the_copy_hashes_afresh_so_a_same_second_rewrite_is_refused_and_its_claim_withdrawn(
     tmp_path: Path, sshd: SshServer
 ) -> None:
     world = sftp_world(tmp_path, sshd)
@@ -132,3 +130,10 @@ async def test_confirm_hashes_afresh_so_a_same_second_rewrite_is_refused(
     reply = await world.say("hugo", line)
     assert reply.private and "python-3.14.1-macos11.pkg changed" in reply.text
     assert world.public_files() == set()
+    # The claim is withdrawn and the cache forgets the stale hash: no loop of stale plans.
+    again = await world.say("hugo", "/publish 3.14.1")
+    assert again.private and "macos" in again.text
+    await world.ready_all("3.14.1")
+    done = await world.say("hugo", await world.plan("3.14.1"))
+    assert "Published 3.14.1" in done.text, done.text
+    assert (world.public / "3.14.1" / pkg.name).read_bytes() == b"X" * size

@@ -9,7 +9,6 @@ from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
 from bot.messages import ChannelKind
 from bot.ports import PromotionReport
-from bot.storage.freezer import AREA
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
@@ -19,15 +18,13 @@ PKG = "python-3.14.1-macos11.pkg"
 
 
 class ServerGoneBeforePromotion(SftpStorage):
-    """The download server goes away between the freeze and the promotion."""
+    """The download server goes away between the bot's copies and the promotion."""
 
     server: SshServer
 
-    def promote(
-        self, plan: PublishPlan, *, verified: bool = False, public_before: Sequence[str] = ()
-    ) -> PromotionReport:
+    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
         self.server.stop()
-        return super().promote(plan, verified=verified, public_before=public_before)
+        return super().promote(plan, public_before=public_before)
 
 
 async def test_a_staged_file_overwritten_while_the_server_was_down_is_never_published(
@@ -44,9 +41,10 @@ async def test_a_staged_file_overwritten_while_the_server_was_down_is_never_publ
 
     assert reply.private and "did not finish" in reply.text, reply.text
     assert any("stopped at promote" in n for n in world.chat.texts(ChannelKind.NOTICE))
-    frozen = world.staging / AREA / "3.14.1" / PKG
-    confirmed = frozen.read_bytes()
-    assert (world.staging / AREA).stat().st_mode & 0o777 == 0o700
+    work = world.public.parent / ".relbot-public"
+    copy = work / "frozen" / "3.14.1" / "tree" / "3.14.1" / PKG
+    confirmed = copy.read_bytes()
+    assert work.stat().st_mode & 0o777 == 0o700
     world.write("3.14.1", PKG, b"uploaded after the confirmation")
 
     own_sshd.start()
@@ -84,7 +82,7 @@ async def test_a_regular_file_where_the_public_folder_should_be_stops_then_resum
     assert (world.public / "3.14.1" / PKG).read_bytes() != b"uploaded after the confirmation"
 
 
-async def test_abort_over_sftp_puts_files_back_without_overwriting_a_newer_upload(
+async def test_abort_over_sftp_drops_the_copies_and_keeps_a_newer_upload(
     tmp_path: Path, sshd: SshServer
 ) -> None:
     world = sftp_world(tmp_path, sshd)
@@ -100,10 +98,9 @@ async def test_abort_over_sftp_puts_files_back_without_overwriting_a_newer_uploa
     aborted = await world.say("hugo", "/abort 3.14.1")
 
     assert not aborted.private, aborted.text
-    assert PKG in aborted.text and "stayed" in aborted.text
     assert world.staged_files("3.14.1") == set(staged)
     assert (world.staging / "3.14.1" / PKG).read_bytes() == b"a newer build"
-    assert (world.staging / AREA / "3.14.1" / PKG).exists()
+    assert not (world.public.parent / ".relbot-public" / "frozen" / "3.14.1").exists()
     assert world.public_files() == {"3.14.1"}
     refused = await world.say("hugo", "/abort 3.14.1")
     assert refused.private and "no confirmed publish" in refused.text

@@ -9,10 +9,9 @@ import pytest
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StorageError
-from bot.storage.freezer import AREA
+from bot.errors import PromotionConflict, PublishStopped, StorageError
 from bot.storage.local import LocalStorage
-from tests.storage.conftest import Backend, plan_for
+from tests.storage.conftest import Backend, plan_for, publish
 
 TAG = "3.14.0rc2"
 RC2 = ReleaseTag.parse(TAG)
@@ -44,12 +43,13 @@ def test_the_link_step_refuses_a_different_file_that_appeared_mid_publish(
     second = plan.files[1]
 
     with pytest.raises(PromotionConflict, match="appeared in public") as raised:
-        IntrudedLocal(staging, public).promote(plan)
+        publish(IntrudedLocal(staging, public), plan)
 
     assert raised.value.moved  # the first file was public already
+    assert raised.value.target == second.target
     assert (public / second.target).read_text() == "someone else's"
-    # The confirmed copy is kept, frozen, for whoever sorts it out.
-    assert (staging / AREA / TAG / second.path).read_text() == FILES[second.path]
+    # The confirmed copy is kept in the bot's area for whoever sorts it out.
+    assert backend.copy_of(TAG, second.target).read_text() == FILES[second.path]
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "docs/../../outside.txt", "/etc/hostname"])
@@ -70,7 +70,10 @@ def test_a_plan_stepping_outside_staging_or_public_moves_nothing(backend: Backen
     for path, target in (("../outside.txt", "3.14.0/x"), ("Python-3.14.0rc2.tgz", "../x")):
         plan = PublishPlan(RC2, (PlanFile(path, target, "source", 1, "0" * 64),))
         with pytest.raises(StorageError, match="is not a path inside"):
-            backend.make().promote(plan)
+            backend.make().freeze(plan)
+    bad_target = PublishPlan(RC2, (PlanFile("Python-3.14.0rc2.tgz", "../x", "source", 1, "0"),))
+    with pytest.raises(StorageError, match="is not a path inside"):
+        backend.make().promote(bad_target)
     assert backend.public_files() == {}
     assert (backend.staging / "outside.txt").exists()
     assert not (backend.public.parent / "x").exists()
@@ -90,26 +93,31 @@ def test_a_symlink_named_by_the_plan_is_refused_before_anything_moves(
     exe.unlink()
     exe.symlink_to(secret)
 
-    with pytest.raises(StorageError, match=r"python-3\.14\.0rc2-amd64\.exe is not a regular file"):
-        backend.make().promote(plan)
+    storage = backend.make()
+    assert storage.freeze(plan) == ["python-3.14.0rc2-amd64.exe is not a regular file"]
+    with pytest.raises(PublishStopped, match=r"copy of python-3\.14\.0rc2-amd64\.exe is missing"):
+        storage.promote(plan)
 
     assert backend.public_files() == {}
     assert exe.is_symlink()
 
 
-def test_a_replaced_frozen_area_is_refused_and_reported_by_check(backend: Backend) -> None:
+def test_a_work_folder_that_is_not_the_bots_is_refused_and_reported_by_check(
+    backend: Backend,
+) -> None:
     backend.write(TAG, "Python-3.14.0rc2.tgz", "tgz")
     plan = plan_for(backend, TAG, ["Python-3.14.0rc2.tgz"])
-    # Someone with write access to the staging root put a folder of their own in its place.
-    (backend.staging / AREA).mkdir(mode=0o777)
-    (backend.staging / AREA).chmod(0o777)
+    # Someone who can write the work folder's parent put a folder of their own in its place.
+    backend.work.mkdir(mode=0o777)
+    backend.work.chmod(0o777)
     storage = backend.make()
 
-    with pytest.raises(StorageError, match=r"cannot be trusted .*mode is 777"):
+    with pytest.raises(PublishStopped, match=r"cannot be trusted .*mode is 777"):
         storage.freeze(plan)
 
     assert backend.staged_files(TAG) == {"Python-3.14.0rc2.tgz": b"tgz"}
-    assert any("cannot be trusted" in p for p in storage.check())
+    assert list(backend.work.iterdir()) == []  # nothing was copied into it
+    assert any("storage.work" in p and "not the bot's own" in p for p in storage.check())
 
 
 def test_local_reads_fail_as_storage_errors_and_never_follow_a_symlink(tmp_path: Path) -> None:

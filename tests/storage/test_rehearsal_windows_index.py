@@ -16,7 +16,6 @@ import pytest
 from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.storage.aside import ASIDE_FOLDER
 from tests.console_driver import RELBOT, publish_through_console
 from tests.pinned import NO_SIGNATURES
 from tests.sshd import SshServer
@@ -173,11 +172,11 @@ def test_a_live_index_changed_between_confirmation_and_swap_is_left_alone(
     rehearsal: Rehearsal,
 ) -> None:
     staged = rehearsal.stage("3.14.1", *LIVE_VERSIONS)
-    obstacle = rehearsal.staging / ASIDE_FOLDER
+    obstacle = rehearsal.public / "3.14.1"
 
     def at_plan() -> None:
-        # A fault after the confirmation: the bot's aside folder is obstructed, so the
-        # publish stops before anything moves, and resumes once it is cleared.
+        # A fault after the confirmation: a file where the release's public folder goes,
+        # so the publish stops before anything moves, and resumes once it is cleared.
         obstacle.write_text("in the way")
 
     lines = [f"/ready {role} 3.14.1" for role in ROLES]
@@ -186,7 +185,7 @@ def test_a_live_index_changed_between_confirmation_and_swap_is_left_alone(
     )
     assert session.returncode == 0, session.stderr
     assert "Publishing 3.14.1 stopped at promote" in session.after_confirm
-    assert not (rehearsal.public / "3.14.1").exists()
+    assert obstacle.is_file()  # nothing was published
 
     other = index_bytes("3.13.10", *LIVE_VERSIONS)  # meanwhile, another publish
     rehearsal.index.write_bytes(other)
@@ -198,8 +197,9 @@ def test_a_live_index_changed_between_confirmation_and_swap_is_left_alone(
     assert len(os.listdir(rehearsal.public / "3.14.1")) == 12  # promoted, not announced
     assert "3.14.1 is published:" not in out  # no announcement
     audit = rehearsal.audit("3.14.1")
-    assert not any(" published " in line for line in audit)
+    assert not any(line.split()[2] == "published" for line in audit)
+    assert any(line.split()[2] == "stopped" for line in audit)  # the stop is journaled
     assert any("step-started" in line and line.endswith("index") for line in audit)
-    assert (rehearsal.staging / ASIDE_FOLDER / "3.14.1" / "index-windows.json").read_bytes() == (
-        staged
-    )
+    aside = rehearsal.public.parent / f".relbot-{rehearsal.public.name}" / "aside" / "3.14.1"
+    assert (aside / "index-windows.json").read_bytes() == staged  # the bot's copy waits there
+    assert "/publish 3.14.1 now offers to finish without replacing the live index" in out

@@ -14,12 +14,17 @@ from pathlib import Path
 import pytest
 
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StagingUnreachable, StorageError
-from bot.storage.freezer import AREA
-from bot.storage.sftp import HostKeyRejected, SftpStorage, SshRefused, _Connection, _FileMove
-from bot.storage.sftp import _Touched as Touched
+from bot.errors import PromotionConflict, PublishStopped, StagingUnreachable, StorageError
+from bot.storage.sftp import (
+    Connection,
+    FileMove,
+    HostKeyRejected,
+    SftpStorage,
+    SshRefused,
+    Touched,
+)
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, sftp_storage
+from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
 
 TAG = "3.14.0rc2"
 RC2 = ReleaseTag.parse(TAG)
@@ -174,7 +179,7 @@ def test_sshd_stopped_during_a_scan_is_unreachable_then_recovers_after_restart(
     class StopsServerMidScan(SftpStorage):
         stop = True
 
-        def _listdir(self, conn: _Connection, folder: str) -> list[object]:  # type: ignore[override]
+        def _listdir(self, conn: Connection, folder: str) -> list[object]:  # type: ignore[override]
             found = super()._listdir(conn, folder)
             if self.stop:
                 own_sshd.stop()
@@ -214,22 +219,29 @@ def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_exactl
     plan = plan_for(as_backend(staging, public), TAG, list(FILES))
 
     class DiesMidBatch(SftpStorage):
-        def _run_batch(
-            self, conn: _Connection, moves: list[_FileMove], touched: Touched
-        ) -> tuple[int, int]:
+        def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
             super()._run_batch(conn, moves[:2], touched)
             own_sshd.stop()
             return super()._run_batch(conn, moves[2:], touched)
 
+    assert sftp_storage(own_sshd, staging, public).freeze(plan) == []
     with pytest.raises(StagingUnreachable):
         sftp_storage(own_sshd, staging, public, DiesMidBatch).promote(plan)
-    assert len(list((public / "3.14.0").iterdir())) == 3  # rc1 and two of rc2's files
+    # rc1 and the first two of the four single files (amd64rc2/ was made for its own)
+    public_now = {str(p.relative_to(public)) for p in public.rglob("*") if p.is_file()}
+    assert (
+        len(
+            public_now - {"3.14.0/Python-3.14.0rc1.tgz"} - {f"doc/{TAG}/python-3.14.0rc2-docs.epub"}
+        )
+        == 2
+    )
 
     own_sshd.start()
     report = sftp_storage(own_sshd, staging, public).promote(plan)
 
-    # docs/ was renamed and two files moved before the drop: those are "already"
+    # docs/ was renamed and two files moved before the drop: "already"
     assert (report.renamed, report.moved, report.already) == ((), 2, 3)
+    assert report.problems == ()
     public_files = sorted(str(p.relative_to(public)) for p in public.rglob("*") if p.is_file())
     assert public_files == sorted(
         [
@@ -238,7 +250,6 @@ def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_exactl
             *(f"3.14.0/{p}" for p in FILES if not p.startswith("docs/")),
         ]
     )
-    assert not (staging / TAG).exists()
 
 
 def test_calls_from_many_threads_share_one_connection(
@@ -327,8 +338,10 @@ def test_a_plan_naming_a_symlink_is_refused_before_anything_moves(
     plan = plan_for(
         as_backend(staging, public), TAG, ["Python-3.14.0rc2.tgz", "python-3.14.0rc2.exe"]
     )
-    with pytest.raises(StorageError, match="not a regular file"):
-        sftp_storage(sshd, staging, public).promote(plan)
+    storage = sftp_storage(sshd, staging, public)
+    assert storage.freeze(plan) == ["python-3.14.0rc2.exe is not a regular file"]
+    with pytest.raises(PublishStopped, match=r"copy of python-3\.14\.0rc2\.exe is missing"):
+        storage.promote(plan)
     assert list(public.iterdir()) == []
     assert (staging / TAG / "python-3.14.0rc2.exe").is_symlink()
 
@@ -352,11 +365,15 @@ def test_without_exec_hashing_downloads_and_files_move_one_by_one(
     assert digests == {p: hashlib.sha256(c.encode()).hexdigest() for p, c in FILES.items()}
     assert storage.requests["download"] == len(FILES) and storage.requests["hash"] == 0
 
-    report = storage.promote(plan_for(as_backend(staging, public), TAG, list(FILES)))
-    assert report.renamed == (f"doc/{TAG}",) and report.moved == len(FILES) - 1
+    plan = plan_for(as_backend(staging, public), TAG, list(FILES))
+    assert storage.freeze(plan) == []  # each file through the bot: hashed as written
+    assert storage.requests["download"] == 2 * len(FILES)
+    report = storage.promote(plan)
+    assert report.renamed == ("doc",) and report.moved == len(FILES) - 1
     assert storage.requests["hardlink"] == len(FILES) - 1
+    assert report.problems == ()  # no inode over SFTP: the public files were hashed
     assert (public / "3.14.0" / "amd64rc2" / "core.msi").read_text() == "msi"
-    assert not (staging / TAG).exists()
+    assert stat.S_IMODE((public / "3.14.0" / "amd64rc2" / "core.msi").stat().st_mode) == 0o444
 
 
 # -- check and permissions -----------------------------------------------------------------
@@ -378,7 +395,7 @@ def test_check_names_a_missing_folder_and_does_not_create_it(
     assert not typo.exists(), "a mistyped path must not become a folder"
 
 
-def test_check_refuses_staging_and_public_on_different_filesystems(
+def test_check_refuses_a_work_folder_off_publics_filesystem(
     sshd: SshServer, tmp_path: Path
 ) -> None:
     # A writable folder on another filesystem than the temporary folder (a tmpfs, usually).
@@ -393,14 +410,17 @@ def test_check_refuses_staging_and_public_on_different_filesystems(
         None,
     )
     assert other is not None, "this test needs a writable tmpfs such as /dev/shm"
-    public = other / f"relbot-test-{os.getpid()}"
-    public.mkdir()
+    work = other / f"relbot-test-{os.getpid()}"
     (tmp_path / "staging").mkdir()
+    (tmp_path / "public").mkdir()
+    storage = sftp_storage(sshd, tmp_path / "staging", tmp_path / "public", work=str(work))
     try:
-        problems = sftp_storage(sshd, tmp_path / "staging", public).check()
+        problems = storage.check()
     finally:
-        public.rmdir()
+        if work.exists():
+            work.rmdir()
     assert len(problems) == 1 and "different filesystems" in problems[0]
+    assert "storage.work" in problems[0]
 
 
 def test_relative_server_paths_are_refused(sshd: SshServer) -> None:
@@ -408,35 +428,29 @@ def test_relative_server_paths_are_refused(sshd: SshServer) -> None:
         SftpStorage("h", 22, "u", sshd.client_key, sshd.known_hosts, "staging", "/srv/public")
 
 
-def test_permissions_are_fixed_only_where_wrong(
+def test_published_files_get_the_group_and_keep_the_bots_read_only_modes(
     sshd: SshServer, folders: tuple[Path, Path]
 ) -> None:
     staging, public = folders
     group = grp.getgrgid(os.getgid()).gr_name
     stage(staging)
     for path in (staging / TAG).rglob("*"):
-        path.chmod(0o700 if path.is_dir() else 0o600)
-    (staging / TAG).chmod(0o700)
+        path.chmod(0o770 if path.is_dir() else 0o664)  # the uploaders' group may write
     storage = sftp_storage(sshd, staging, public, group=group)
     plan = plan_for(as_backend(staging, public), TAG, list(FILES))
 
-    storage.promote(plan)  # absent folders: renamed whole, then fixed recursively
+    publish(storage, plan)
 
-    entries = [p for p in public.rglob("*")]
-    assert {stat.S_IMODE(p.stat().st_mode) for p in entries if p.is_dir()} == {0o775}
-    assert {stat.S_IMODE(p.stat().st_mode) for p in entries if p.is_file()} == {0o664}
+    entries = list(public.rglob("*"))
+    assert {stat.S_IMODE(p.stat().st_mode) for p in entries if p.is_dir()} == {0o755}
+    assert {stat.S_IMODE(p.stat().st_mode) for p in entries if p.is_file()} == {0o444}
     assert {p.stat().st_gid for p in entries} == {os.getgid()}
+    assert {p.stat().st_uid for p in entries} == {os.getuid()}
+    before = {p: p.stat().st_ctime_ns for p in entries}
 
-    exe = public / "3.14.0" / "python-3.14.0rc2-amd64.exe"
-    exe.chmod(0o640)
-    (public / "3.14.0").chmod(0o2775)  # setgid folders are right too
-    before = {p: p.stat().st_ctime_ns for p in entries if p != exe}
+    storage.promote(plan)  # a resumed publish: everything is public, nothing is touched
 
-    storage.promote(plan)  # a resumed publish: every file public, fix-up runs again
-
-    assert stat.S_IMODE(exe.stat().st_mode) == 0o664
-    assert stat.S_IMODE((public / "3.14.0").stat().st_mode) == 0o2775
-    assert {p: p.stat().st_ctime_ns for p in before} == before  # nothing else was touched
+    assert {p: p.stat().st_ctime_ns for p in before} == before
 
 
 @pytest.mark.parametrize("same_content", [True, False], ids=["identical", "different"])
@@ -450,28 +464,26 @@ def test_a_target_appearing_during_the_batch_is_never_overwritten(
     intruder = public / "3.14.0" / "python-3.14.0rc2-amd64.exe"
 
     class Raced(SftpStorage):
-        def _run_batch(
-            self, conn: _Connection, moves: list[_FileMove], touched: Touched
-        ) -> tuple[int, int]:
+        def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
             intruder.write_text("exe" if same_content else "someone else's")
             return super()._run_batch(conn, moves, touched)
 
     storage = sftp_storage(sshd, staging, public, Raced)
+    assert storage.freeze(plan) == []
+    copy = public.parent / ".relbot-public" / "frozen" / TAG / "tree" / "3.14.0"
     if same_content:
         report = storage.promote(plan)
-        # The batch stopped at the intruder; files it linked before count as "already".
-        assert report.moved + report.already == 4
+        # The batch stopped at the intruder and the rest went file by file; the intruder's
+        # file has the right bytes but is not the bot's: said, never replaced.
+        assert report.problems == ("3.14.0/python-3.14.0rc2-amd64.exe is not the bot's copy",)
         assert intruder.read_text() == "exe"
         assert (public / "3.14.0" / "windows-3.14.0rc2.json").read_text() == "{}"
-        assert not (staging / TAG).exists()
     else:
         with pytest.raises(PromotionConflict, match="appeared in public"):
             storage.promote(plan)
         assert intruder.read_text() == "someone else's"
-        # The confirmed file stays in the bot's area until /abort puts it back.
-        assert (staging / AREA / TAG / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
-        assert storage.thaw(plan) == []
-        assert (staging / TAG / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
+        # The confirmed file stays in the bot's area; /abort drops it.
+        assert (copy / "python-3.14.0rc2-amd64.exe").read_text() == "exe"
 
 
 def test_a_fresh_digest_sees_a_same_size_rewrite_within_the_same_second(

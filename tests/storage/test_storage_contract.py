@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import uuid
 from pathlib import Path
 
 import pytest
 
 from bot.domain.tags import ReleaseTag
-from bot.errors import PromotionConflict, StorageError
-from tests.storage.conftest import Backend, Crash, plan_for
+from bot.errors import PromotionConflict, PublishStopped, StorageError
+from tests.storage.conftest import Backend, Crash, plan_for, publish
 
 TAG = "3.14.0rc2"
 RC2 = ReleaseTag.parse(TAG)
@@ -134,33 +135,46 @@ def test_read_returns_a_small_file_and_refuses_a_big_one(backend: Backend) -> No
 # -- promotion ----------------------------------------------------------------------------
 
 
-def test_promotion_to_an_absent_public_folder_is_one_rename(backend: Backend) -> None:
+def test_promotion_to_an_absent_public_folder_is_one_rename_of_the_bots_copies(
+    backend: Backend,
+) -> None:
     stage(backend)
-    report = backend.make().promote(plan_for(backend, TAG, list(RELEASE)))
-    assert report.renamed == (f"doc/{TAG}", "3.14.0")
-    assert (report.moved, report.already) == (0, 0)
+    report = publish(backend.make(), plan_for(backend, TAG, list(RELEASE)))
+    assert report.renamed == ("doc", "3.14.0")
+    assert (report.moved, report.already, report.problems) == (0, 0, ())
     assert backend.public_files() == published()
-    assert not (backend.staging / TAG).exists()
+    # Public holds the bot's copies; the staged originals stay until the release is public.
+    assert backend.staged_files(TAG) == {p: c.encode() for p, c in RELEASE.items()}
+    for path in published():
+        st = (backend.public / path).stat()
+        assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (os.getuid(), 0o444)
+    folders = [p for p in backend.public.rglob("*") if p.is_dir()]
+    assert {stat.S_IMODE(p.stat().st_mode) for p in folders} == {0o755}
 
 
 def test_promotion_into_an_existing_folder_leaves_other_tags_alone(backend: Backend) -> None:
     # rc1 is public already; rc2 shares 3.14.0/ and re-ships an identical file.
     rc1 = {"Python-3.14.0rc1.tgz": "rc1", "amd64rc1/core.msi": "rc1 msi", "same.txt": "same"}
     stage(backend, rc1, "3.14.0rc1")
-    backend.make().promote(plan_for(backend, "3.14.0rc1", list(rc1)))
+    publish(backend.make(), plan_for(backend, "3.14.0rc1", list(rc1)))
     before = {p: (backend.public / p).stat() for p in published(rc1, "3.14.0rc1")}
     rc2 = {**RELEASE, "same.txt": "same"}
     stage(backend, rc2)
+    plan = plan_for(backend, TAG, list(rc2))
+    storage = backend.make()
+    storage.freeze(plan)
 
-    report = backend.make().promote(plan_for(backend, TAG, list(rc2)))
+    report = storage.promote(plan, public_before=["3.14.0/same.txt"])
 
-    assert report.renamed == (f"doc/{TAG}",)  # docs go to their own new folder
+    # docs go to a new folder, renamed whole; into 3.14.0/ every file is linked in one
+    # batch, the new MSI folder's too (a folder renamed there would show before the batch)
+    assert report.renamed == ("doc",)
     assert (report.moved, report.already) == (len(rc2) - 3, 1)  # same.txt was public
+    assert report.problems == ()
     assert backend.public_files() == published(rc2) | published(rc1, "3.14.0rc1")
     for path, st in before.items():
         now = (backend.public / path).stat()
         assert (now.st_ino, now.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
-    assert not (backend.staging / TAG).exists()
 
 
 def test_promotion_refuses_to_clobber_and_moves_nothing(backend: Backend) -> None:
@@ -168,18 +182,31 @@ def test_promotion_refuses_to_clobber_and_moves_nothing(backend: Backend) -> Non
     (backend.public / "3.14.0" / "python-3.14.0rc2-amd64.exe").write_text("someone else's")
     stage(backend)
     with pytest.raises(PromotionConflict, match=r"python-3\.14\.0rc2-amd64\.exe"):
-        backend.make().promote(plan_for(backend, TAG, list(RELEASE)))
+        publish(backend.make(), plan_for(backend, TAG, list(RELEASE)))
     assert backend.staged_files(TAG) == {p: c.encode() for p, c in RELEASE.items()}
     assert backend.public_files() == {"3.14.0/python-3.14.0rc2-amd64.exe": b"someone else's"}
 
 
-def test_promotion_of_a_file_in_neither_place_is_refused(backend: Backend) -> None:
+def test_a_staged_file_gone_before_the_copy_is_named_and_nothing_moves(
+    backend: Backend,
+) -> None:
     stage(backend)
     plan = plan_for(backend, TAG, list(RELEASE))
     (backend.staging / TAG / "Python-3.14.0rc2.tgz").unlink()
-    with pytest.raises(StorageError, match=r"Python-3\.14\.0rc2\.tgz is neither"):
-        backend.make().promote(plan)
+    storage = backend.make()
+    assert storage.freeze(plan) == ["Python-3.14.0rc2.tgz is missing"]
+    with pytest.raises(PublishStopped, match=r"copy of Python-3\.14\.0rc2\.tgz is missing"):
+        storage.promote(plan)
     assert backend.public_files() == {}
+
+
+def test_a_staged_file_rewritten_before_the_copy_is_never_copied(backend: Backend) -> None:
+    stage(backend)
+    plan = plan_for(backend, TAG, list(RELEASE))
+    backend.write(TAG, "Python-3.14.0rc2.tgz", "TGZ")  # same size, other bytes
+    assert backend.make().freeze(plan) == ["Python-3.14.0rc2.tgz changed"]
+    assert not backend.copy_of(TAG, "3.14.0/Python-3.14.0rc2.tgz").exists()
+    assert backend.copy_of(TAG, "3.14.0/python-3.14.0rc2-amd64.exe").read_text() == "exe"
 
 
 @pytest.mark.parametrize(
@@ -201,17 +228,18 @@ def test_promotion_resumes_after_a_crash(
         (backend.public / "3.14.0" / "Python-3.14.0rc1.tgz").write_text("rc1")
     stage(backend)
     plan = plan_for(backend, TAG, list(RELEASE))
+    assert backend.make().freeze(plan) == []
     with pytest.raises(Crash):  # the crash happens, or this test proves nothing
         backend.crashing(moves_before_crash).promote(plan)
 
     resumed = backend.make()
-    resumed.promote(plan)
+    assert resumed.promote(plan).problems == ()
 
     expected = published() | ({"3.14.0/Python-3.14.0rc1.tgz": b"rc1"} if public_exists else {})
     assert backend.public_files() == expected
-    assert not (backend.staging / TAG).exists()
     again = resumed.promote(plan)  # and once more finds everything done
     assert (again.renamed, again.moved, again.already) == ((), 0, len(plan.files))
+    assert again.problems == ()
 
 
 def test_names_with_spaces_and_shell_metacharacters_are_handled_safely(
@@ -231,9 +259,9 @@ def test_names_with_spaces_and_shell_metacharacters_are_handled_safely(
     assert listing is not None and set(listing) == set(names)
     assert storage.digest(RC2, list(names)) == {p: _sha(c) for p, c in names.items()}
 
-    report = storage.promote(plan_for(backend, TAG, list(names)))
+    report = publish(storage, plan_for(backend, TAG, list(names)))
 
-    assert report.moved == len(names)
+    assert report.moved == len(names) and report.problems == ()
     assert backend.public_files() == published(names)
     for folder in (Path.home(), tmp_path, backend.staging, backend.public, Path.cwd()):
         assert not (folder / marker).exists()
@@ -252,10 +280,10 @@ def test_a_symlink_in_staging_is_reported_and_never_promoted(
     assert listing is not None and not listing["python-3.14.0rc2.exe"].regular
     regular = [p for p, f in listing.items() if f.regular]
 
-    report = storage.promote(plan_for(backend, TAG, regular))
+    report = publish(storage, plan_for(backend, TAG, regular))
 
-    # The freeze leaves the unplanned symlink in staging, so the frozen folder holds exactly
-    # the plan and is renamed whole.
+    # Only planned files are copied, so the folder of copies holds exactly the plan and is
+    # renamed whole; the unplanned symlink stays in staging.
     assert (report.renamed, report.moved) == (("3.14.0",), 0)
     assert backend.public_files() == published(
         {"Python-3.14.0rc2.tgz": "tgz", "Python-3.14.0rc2.tar.xz": "xz"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import textwrap
@@ -17,12 +18,18 @@ import pytest
 from bot.errors import StagingUnreachable, StorageLocked
 from bot.messages import ChannelKind
 from bot.storage.local import LocalStorage
-from bot.storage.lock import LOCK_NAME, Holder, LateLease, StorageLease
+from bot.storage.lock import Holder, LateLease, StorageLease
 from tests.conftest import World
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, sftp_storage
+from tests.storage.test_gate_over_sftp import sftp_world
 
 TIMEOUT = 60
+LOCK = Path(".relbot-public") / "lock"  # in the bot's work folder, beside public
+
+
+def lock_file(backend: Backend) -> Path:
+    return backend.work / "lock"
 
 
 def holder(state: str, pid: int = 4242, host: str = "dl-bot-a") -> Holder:
@@ -42,19 +49,29 @@ def test_a_second_bot_on_the_same_storage_is_refused_naming_the_first(backend: B
     backend.make().lock(holder("/srv/b/state.db", pid=777)).release()  # free once released
 
 
-def test_the_lock_file_is_in_the_staging_root_and_not_a_release(backend: Backend) -> None:
+def test_the_lock_file_is_in_the_bots_work_folder_out_of_uploaders_reach(
+    backend: Backend,
+) -> None:
     lease = backend.make().lock(holder("/srv/a/state.db"))
     try:
-        assert (backend.staging / LOCK_NAME).is_file()
-        assert backend.make().staged_tags() == []
+        assert lock_file(backend).is_file()
+        assert stat.S_IMODE(backend.work.stat().st_mode) == 0o700
+        assert list(backend.staging.iterdir()) == []  # nothing of the bot's in staging
     finally:
         lease.release()
 
 
-def test_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(backend: Backend) -> None:
-    first = backend.make().lock(holder("/srv/a/state.db"))
-    (backend.staging / LOCK_NAME).unlink()  # an operator removed it; another bot took it
-    second = backend.make().lock(holder("/srv/b/state.db", pid=777, host="dl-bot-b"))
+def test_over_sftp_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    first = sftp_storage(sshd, staging, public).lock(holder("/srv/a/state.db"))
+    (tmp_path / LOCK).unlink()  # an operator removed it; another bot took it
+    second = sftp_storage(sshd, staging, public).lock(
+        holder("/srv/b/state.db", pid=777, host="dl-bot-b")
+    )
 
     with pytest.raises(StorageLocked) as refused:
         first.renew()
@@ -64,25 +81,48 @@ def test_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(backend: Ba
     second.release()
 
 
+def test_locally_the_kernel_lock_decides_and_a_removed_lock_file_is_written_back(
+    tmp_path: Path,
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    first = LocalStorage(staging, public).lock(holder("/srv/a/state.db"))
+    lock = tmp_path / LOCK
+    lock.unlink()  # an operator removed it: no other bot can come in for that
+
+    with pytest.raises(StorageLocked, match="Another relbot holds the storage"):
+        LocalStorage(staging, public).lock(holder("/srv/b/state.db", pid=777))
+    first.renew()
+    assert Holder.from_bytes(lock.read_bytes()) == first.holder  # written back
+
+    first.release()  # a bot that stops (or dies: the kernel drops its lock)
+    second = LocalStorage(staging, public).lock(holder("/srv/b/state.db", pid=777))
+    assert Holder.from_bytes(lock.read_bytes()) == second.holder
+    second.release()
+
+
 # A local lock dies with its process (flock); only the SFTP lock file can be abandoned.
 
 
 def test_over_sftp_a_lock_whose_heartbeat_stopped_is_taken_over(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging = tmp_path / "staging"
+    staging, public = tmp_path / "staging", tmp_path / "public"
     staging.mkdir()
+    public.mkdir()
     dead = holder("/srv/a/state.db")
     dead = replace(dead, beat=time.time() - dead.stale_after - 1)
-    sftp_storage(sshd, staging, tmp_path / "public").lock(dead)  # its bot was killed
+    sftp_storage(sshd, staging, public).lock(dead)  # its bot was killed
 
-    taker = sftp_storage(sshd, staging, tmp_path / "public").lock(holder("/srv/b/state.db", 777))
+    taker = sftp_storage(sshd, staging, public).lock(holder("/srv/b/state.db", 777))
 
-    assert Holder.from_bytes((staging / LOCK_NAME).read_bytes()) == taker.holder
+    lock = tmp_path / LOCK
+    assert Holder.from_bytes(lock.read_bytes()) == taker.holder
     taker.renew()
-    assert Holder.from_bytes((staging / LOCK_NAME).read_bytes()) == taker.holder  # new beat
+    assert Holder.from_bytes(lock.read_bytes()) == taker.holder  # new beat
     taker.release()
-    assert list(staging.iterdir()) == []  # nothing left aside
+    assert {p.name for p in lock.parent.iterdir()} == {"frozen", "aside"}  # nothing aside
 
 
 def test_over_sftp_a_live_lock_is_never_taken_over(sshd: SshServer, tmp_path: Path) -> None:
@@ -99,13 +139,17 @@ def test_over_sftp_a_live_lock_is_never_taken_over(sshd: SshServer, tmp_path: Pa
 # -- the gate ---------------------------------------------------------------------------------
 
 
-async def test_a_confirm_is_refused_while_another_bot_holds_the_storage(world: World) -> None:
+async def test_a_confirm_is_refused_while_another_bot_holds_the_storage(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, sshd)
     world.stage("3.14.1")
     world.gate.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
     await world.ready_all("3.14.1")
     line = await world.plan("3.14.1")
-    (world.staging / LOCK_NAME).unlink()
-    other = LocalStorage(world.staging, world.public).lock(holder("/srv/b/state.db", pid=777))
+    # Another bot took the storage over (this one's heartbeat had stalled, say).
+    other = holder("/srv/b/state.db", pid=777)
+    (world.public.parent / ".relbot-public" / "lock").write_bytes(other.to_bytes())
 
     reply = await world.say("hugo", line)
 
@@ -116,7 +160,6 @@ async def test_a_confirm_is_refused_while_another_bot_holds_the_storage(world: W
     await world.gate.scan()
     notices = [n for n in world.chat.texts(ChannelKind.NOTICE) if "pid 777" in n]
     assert len(notices) == 1  # told once, not every scan
-    other.release()
 
 
 # -- relbot run -------------------------------------------------------------------------------
@@ -141,7 +184,7 @@ def test_a_second_relbot_run_on_the_same_storage_exits_at_once_naming_the_holder
         (tmp_path / bot / "relbot.toml").write_text(team)
     for name in ("staging", "public"):
         (tmp_path / "shared" / name).mkdir(parents=True)  # `relbot run` creates no folder
-    lock = tmp_path / "shared" / "staging" / LOCK_NAME
+    lock = tmp_path / "shared" / LOCK
     first = subprocess.Popen(
         [relbot, "run"], cwd=tmp_path / "a", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
     )
@@ -172,7 +215,7 @@ def test_a_second_relbot_run_on_the_same_storage_exits_at_once_naming_the_holder
         assert first.stdin is not None
         first.stdin.close()
         assert first.wait(timeout=TIMEOUT) == 0
-    assert os.path.exists(lock)  # the file stays; the flock went with the process
+    assert not os.path.exists(lock)  # released when the first bot stopped
 
 
 async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_holds_the_lock(
@@ -199,18 +242,21 @@ async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_h
     assert len(attempts) == 2
 
 
-def test_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(backend: Backend) -> None:
-    first = backend.make().lock(holder("/srv/a/state.db"))
-    (backend.staging / LOCK_NAME).unlink()
-    second = backend.make().lock(holder("/srv/b/state.db", pid=777))
+def test_over_sftp_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    first = sftp_storage(sshd, staging, public).lock(holder("/srv/a/state.db"))
+    (tmp_path / LOCK).unlink()
+    second = sftp_storage(sshd, staging, public).lock(holder("/srv/b/state.db", pid=777))
     with pytest.raises(StorageLocked):
         first.renew()
 
     second.release()
-    if backend.name == "local":  # flock: the file stays, the lock goes with the holder
-        assert (backend.staging / LOCK_NAME).exists()
     first.renew()  # free again: taken back
 
     with pytest.raises(StorageLocked, match="pid 4242"):
-        backend.make().lock(holder("/srv/c/state.db", pid=888))
+        sftp_storage(sshd, staging, public).lock(holder("/srv/c/state.db", pid=888))
     first.release()

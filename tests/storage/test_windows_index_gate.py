@@ -15,7 +15,6 @@ from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.messages import ChannelKind
 from bot.ports import PromotionReport
-from bot.storage.aside import ASIDE_FOLDER
 from bot.storage.local import LocalStorage
 from bot.storage.sftp import SftpStorage
 from tests.conftest import World
@@ -73,6 +72,11 @@ def stage_release(world: World, tag: str, *index_versions: str) -> bytes:
     return stage_windows_index(world.staging / tag, tag, *index_versions)
 
 
+def aside(world: World, tag: str) -> Path:
+    """Where the bot's copies of a release's index wait to replace the live ones."""
+    return world.public.parent / ".relbot-public" / "aside" / tag
+
+
 def live(world: World) -> tuple[bytes, bytes]:
     return (
         (world.public / "index-windows.json").read_bytes(),
@@ -113,6 +117,7 @@ async def test_index_is_published_last_by_replacing_the_live_one(
         if e.kind is EventKind.STEP_DONE
     ]
     assert steps == [
+        "freeze",
         "promote",
         "index",
         "register",
@@ -121,10 +126,12 @@ async def test_index_is_published_last_by_replacing_the_live_one(
         "release-page",
         "discourse",
         "announce",
+        "tidy",
     ]
     promoted = world.store.release(ReleaseTag.parse("3.14.1")).steps_done["promote"]
     assert promoted.startswith("2 folders renamed, 0 files moved"), promoted
-    assert not (world.staging / ASIDE_FOLDER / "3.14.1").exists()
+    assert not aside(world, "3.14.1").exists()
+    assert not (world.staging / "3.14.1").exists()  # the staged originals are gone too
 
 
 async def test_an_index_built_before_another_release_was_published_waits_for_a_rebuild(
@@ -212,34 +219,79 @@ class LiveIndexChangesDuringPromotion:
         return report  # type: ignore[no-any-return]
 
 
-async def test_a_live_index_changed_between_confirmation_and_swap_stops_the_publish(
-    tmp_path: Path, make_storage: StorageFactory
-) -> None:
-    world = world_on(tmp_path, make_storage)
+async def stopped_at_index(world: World, make_storage: StorageFactory) -> tuple[bytes, bytes]:
+    """A confirmed 3.14.1 whose index step finds the live index changed by another publish
+    after the confirmation; returns (the live index as recorded by the plan, the other)."""
     recorded = publish_live(world, *LIVE_VERSIONS)
-    staged = stage_release(world, "3.14.1", *LIVE_VERSIONS)
+    stage_release(world, "3.14.1", *LIVE_VERSIONS)
     await world.ready_all("3.14.1")
     line = await world.plan("3.14.1")
     world.start(make_storage(LiveIndexChangesDuringPromotion))
     reply = await world.say("hugo", line)
     assert reply.private and "did not finish" in reply.text
+    world.start()  # a plain storage from here on
+    return recorded, index_bytes("3.13.10", *LIVE_VERSIONS)
+
+
+async def test_a_live_index_changed_between_confirmation_and_swap_stops_once_with_a_way_out(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    world = world_on(tmp_path, make_storage)
+    recorded, other = await stopped_at_index(world, make_storage)
     (notice,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "stopped at index" in n]
     assert "the live index-windows.json changed since /publish 3.14.1" in notice
-    other = index_bytes("3.13.10", *LIVE_VERSIONS)
+    assert "/ready" in notice and "/publish 3.14.1" in notice  # the way out, named
     assert live(world) == (other, catalog_bytes(recorded)), "the live pair was touched"
     state = world.store.release(ReleaseTag.parse("3.14.1"))
     assert not state.is_published and "register" not in state.steps_done
     assert "3.14.1/python-3.14.1.exe" in world.public_files()  # the release's files are public
 
-    world.start()  # a plain storage: the scan retries, and the swap still does not happen
-    await world.gate.scan()
+    for _ in range(3):  # no retry loop: told once, journaled once
+        await world.gate.scan()
+    assert world.events("3.14.1", EventKind.STOPPED) == ["stopped"]
+    assert [n for n in world.chat.texts(ChannelKind.NOTICE) if "stopped at index" in n] == [notice]
+    for line in ("/abort 3.14.1", "/respin 3.14.1"):
+        refused = await world.say("hugo", line)
+        assert refused.private and notice in refused.text, refused.text
     assert live(world)[0] == other
-    assert not world.store.release(ReleaseTag.parse("3.14.1")).is_published
 
-    (world.public / "index-windows.json").write_bytes(recorded)  # put back as planned
-    await world.gate.scan()
-    assert live(world) == (staged, catalog_bytes(staged))
+    # The way out: the windows role rebuilds the index against the live one and claims it;
+    # the RM's /publish offers to publish it, and the confirmation finishes the publish.
+    rebuilt = stage_windows_index(world.staging / "3.14.1", "3.14.1", "3.13.10", *LIVE_VERSIONS)
+    early = await world.say("hugo", "/publish 3.14.1")
+    assert early.private and "/ready windows 3.14.1" in early.text  # not claimed yet
+    ready = await world.say("steve", "/ready windows 3.14.1")
+    assert not ready.private, ready.text
+    offer = await world.say("hugo", "/publish 3.14.1")
+    assert offer.confirm is not None, offer.text
+    assert "publish the re-staged index-windows.json, index-windows.json.cat" in offer.text
+    done = await world.say("hugo", offer.confirm.line)
+    assert not done.private, done.text
+    assert live(world) == (rebuilt, catalog_bytes(rebuilt))
     assert world.store.release(ReleaseTag.parse("3.14.1")).is_published
+    audit = world.store.events(ReleaseTag.parse("3.14.1"))
+    assert any(e.kind is EventKind.CONFIRMED and e.data.get("finishing") for e in audit)
+
+
+async def test_a_stopped_index_step_can_finish_without_replacing_the_live_index(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    world = world_on(tmp_path, make_storage)
+    _recorded, other = await stopped_at_index(world, make_storage)
+
+    offer = await world.say("hugo", "/publish 3.14.1")
+    assert offer.confirm is not None, offer.text
+    assert "finish without index-windows.json, index-windows.json.cat" in offer.text
+    done = await world.say("hugo", offer.confirm.line)
+
+    assert not done.private, done.text
+    assert live(world)[0] == other  # left as it is
+    state = world.store.release(ReleaseTag.parse("3.14.1"))
+    assert state.is_published
+    assert {f.path for f in state.public_files} >= {"python-3.14.1.exe"}
+    assert "index-windows.json" not in {f.path for f in state.public_files}
+    # The index the publish left out stays in staging, to be published again later.
+    assert (world.staging / "3.14.1" / "index-windows.json").exists()
 
 
 class CrashAfterFirstReplace:
@@ -317,7 +369,7 @@ async def test_a_live_index_rewritten_with_the_same_installs_still_refuses_the_c
     assert live(world)[0] == rewritten
 
 
-async def test_a_publish_stopped_before_anything_moved_puts_the_index_back_in_staging(
+async def test_a_publish_stopped_before_anything_moved_leaves_the_index_in_staging(
     tmp_path: Path, make_storage: StorageFactory
 ) -> None:
     world = world_on(tmp_path, make_storage)
@@ -334,7 +386,7 @@ async def test_a_publish_stopped_before_anything_moved_puts_the_index_back_in_st
     assert (world.staging / "3.14.1" / "index-windows.json.cat").read_bytes() == (
         catalog_bytes(staged)
     )
-    assert not (world.staging / ASIDE_FOLDER / "3.14.1").exists()
+    assert not aside(world, "3.14.1").exists()
     assert live(world)[0] == before
 
     (world.public / "3.14.1" / "python-3.14.1.exe").unlink()
@@ -358,7 +410,7 @@ async def test_a_live_index_that_is_not_a_file_blocks_with_the_reason_not_an_out
     assert not any("Cannot scan" in n for n in world.chat.texts(ChannelKind.NOTICE))
 
 
-async def test_abort_of_a_stuck_publish_puts_the_index_back_with_the_rest(
+async def test_abort_of_a_stuck_publish_leaves_the_index_in_staging_with_the_rest(
     tmp_path: Path, make_storage: StorageFactory
 ) -> None:
     world = world_on(tmp_path, make_storage)
