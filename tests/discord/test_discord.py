@@ -300,7 +300,7 @@ async def test_a_claim_made_on_slack_shows_in_the_discord_summary_and_back(
 ) -> None:
     # Imported here: Slack's adapter and its mock are another module's; if they break, this
     # test fails and the rest of the Discord suite still runs.
-    from adapters.slack import SlackPlatform
+    from adapters.slack.platform import SlackPlatform
     from tests.slack.conftest import release_workspace
 
     mock_slack = release_workspace()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import (
+from adapters.slack.platform import (
     COMMANDS,
     MAX_BLOCKS,
     MAX_SECTION,

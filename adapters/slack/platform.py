@@ -33,7 +33,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.platform import ChannelRefused
-from adapters.slack_commands import Renamer, command_names
+from adapters.slack.commands import Renamer, command_names
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.domain.plan import PublishPlan
