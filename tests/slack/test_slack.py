@@ -13,14 +13,9 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.platform import (
-    COMMANDS,
-    MAX_BLOCKS,
-    MAX_SECTION,
-    PUBLISH_ACTION,
-    SeenDeliveries,
-    SlackPlatform,
-)
+from adapters.slack.blocks import MAX_BLOCKS, MAX_SECTION, PUBLISH_ACTION
+from adapters.slack.commands import COMMANDS
+from adapters.slack.platform import SeenDeliveries, SlackPlatform
 from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
