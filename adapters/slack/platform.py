@@ -9,11 +9,10 @@ This module translates and renders only: who may do what is decided by the gate.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import aiohttp
@@ -23,7 +22,6 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
-from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -32,23 +30,23 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from adapters.platform import ChannelRefused
 from adapters.slack.blocks import (
     LOGIN_INPUT,
     LOGIN_VIEW,
     PUBLISH_ACTION,
-    channel_payload,
     login_modal,
     reply_payload,
     section,
     unescape,
 )
+from adapters.slack.channel import SlackChat, error_code
+from adapters.slack.check import WorkspaceCheck
 from adapters.slack.commands import Renamer, command_names
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.errors import ConfigError, RelbotError
 from bot.gate import Gate
-from bot.messages import ChannelMessage, ConfirmPrompt, Reply, Tone
+from bot.messages import ConfirmPrompt, Reply, Tone
 
 log = logging.getLogger(__name__)
 
@@ -81,109 +79,6 @@ class SeenDeliveries:
         if len(self._ids) > self._size:
             self._ids.popitem(last=False)
         return True
-
-
-class SlackChat:
-    """The release channel on Slack: ``chat.postMessage`` returns the ``ts`` that
-    ``chat.update`` later edits (the readiness summary is edited in place)."""
-
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        channel: str,
-        people: Mapping[str, str] | None = None,
-        rename: Renamer | None = None,
-    ) -> None:
-        self._client = client
-        self._channel = channel
-        self._people = dict(people or {})  # person → Slack user ID, for mentions
-        self._rename = rename or Renamer()  # the commands by their names on this workspace
-
-    def _payload(self, message: ChannelMessage) -> dict[str, Any]:
-        payload: dict[str, Any] = self._rename.payload(channel_payload(message, self._people))
-        return payload
-
-    async def post(self, message: ChannelMessage) -> str:
-        """Post ``message``; returns its ``ts``. Raises :class:`ChannelRefused` when Slack
-        refuses for a reason the operator must fix, ``SlackApiError`` for any other refusal."""
-        with operator_fixes(self._channel):
-            response = await self._client.chat_postMessage(
-                channel=self._channel, **self._payload(message)
-            )
-        return str(response["ts"])
-
-    async def update(self, ref: str, message: ChannelMessage) -> None:
-        """Replace the message posted as ``ref``; raises as :meth:`post` does."""
-        with operator_fixes(self._channel):
-            await self._client.chat_update(channel=self._channel, ts=ref, **self._payload(message))
-
-    async def probe(self) -> str | None:
-        """Whether a post would go through now (``conversations.info``): None, the sentence
-        with the fix, or "" when Slack cannot be reached."""
-        try:
-            answer = await self._client.conversations_info(channel=self._channel)
-        except SlackApiError as err:
-            return operator_fix(_error_code(err), self._channel, err.response.get("needed")) or ""
-        except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError):
-            return ""
-        channel = answer.get("channel") or {}
-        if channel.get("is_archived"):
-            return operator_fix("is_archived", self._channel)
-        if not channel.get("is_member"):
-            return operator_fix("not_in_channel", self._channel)
-        return None
-
-
-# Slack's errors that every later call would get too, until the operator acts.
-_TOKEN_REFUSED = frozenset(
-    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
-)
-
-
-def operator_fix(code: str, channel: str, needed: str | None = None) -> str | None:
-    """The sentence, with the fix, for a Slack ``error`` only the operator can fix (about
-    ``channel``, or the scope ``needed``); None for any other error."""
-    if code == "not_in_channel":
-        return (
-            f"slack.channel: the bot is not a member of channel {channel}; invite it "
-            "(type /invite @relbot in that channel)."
-        )
-    if code == "channel_not_found":
-        return (
-            f"slack.channel: Slack shows the bot no channel {channel}; check the ID (the "
-            "channel's details, at the bottom), and invite the bot if the channel is private."
-        )
-    if code == "is_archived":
-        return f"slack.channel: channel {channel} is archived; unarchive it or name another."
-    if code == "missing_scope":
-        return (
-            f"slack: the app lacks the scope {needed or 'that this needs'}; add it under OAuth "
-            "& Permissions (or recreate the app from `relbot slack-manifest`) and reinstall "
-            "the app."
-        )
-    if code == "restricted_action":
-        return (
-            f"slack.channel: the workspace does not let the bot post in {channel}; let apps "
-            "post there (the channel's settings) or name another channel."
-        )
-    if code in _TOKEN_REFUSED:
-        return (
-            f"slack.bot_token_env: Slack refused the bot token ({code}); copy the Bot User "
-            "OAuth Token (xoxb-…) again from the app's OAuth & Permissions page."
-        )
-    return None
-
-
-@contextlib.contextmanager
-def operator_fixes(channel: str) -> Iterator[None]:
-    """Turn a ``SlackApiError`` that only the operator can fix into :class:`ChannelRefused`."""
-    try:
-        yield
-    except SlackApiError as err:
-        fix = operator_fix(_error_code(err), channel, err.response.get("needed"))
-        if fix is None:
-            raise
-        raise ChannelRefused(fix) from err
 
 
 class SlackPlatform:
@@ -304,7 +199,7 @@ class SlackPlatform:
                 return
             except SlackApiError as err:
                 raise ConfigError(
-                    f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
+                    f"slack.app_token_env: Slack refused the app token ({error_code(err)}); "
                     "create an app-level token with connections:write and enable Socket Mode."
                 ) from err
             except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError) as err:
@@ -331,91 +226,14 @@ class SlackPlatform:
         """What would fail on release day, each with the fix: the tokens refused, the
         channel unknown, archived or without the bot, a scope missing, a person's ID that is
         no user of the workspace. Blocking (``relbot check`` runs it in a thread)."""
-        client = WebClient(token=self._bot_token, base_url=self._api_url)
-        try:
-            try:
-                answer = client.auth_test()
-            except SlackApiError as err:  # nothing else can be checked with this token
-                return [
-                    f"slack.bot_token_env: Slack refused the bot token ({_error_code(err)}); "
-                    "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions "
-                    "page."
-                ]
-            return (
-                self._check_scopes(answer.headers or {})
-                + self._check_app_token(client)
-                + self._check_channel(client)
-                + self._check_people(client)
-            )
-        except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
-            return [f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."]
-
-    def _check_scopes(self, headers: Mapping[str, Any]) -> list[str]:
-        """The scopes posting needs; Slack lists the token's in a header of every answer."""
-        lowered = {k.lower(): v for k, v in headers.items()}
-        if "x-oauth-scopes" not in lowered:
-            return []
-        scopes = {s.strip() for s in str(lowered["x-oauth-scopes"]).split(",")}
-        return [
-            str(operator_fix("missing_scope", self._channel, scope))
-            for scope in ("commands", "chat:write")
-            if scope not in scopes
-        ]
-
-    def _check_app_token(self, client: WebClient) -> list[str]:
-        if self.mode != "socket":
-            return []
-        try:
-            client.apps_connections_open(app_token=self._app_token or "")
-        except SlackApiError as err:
-            return [
-                f"slack.app_token_env: Slack refused the app token ({_error_code(err)}); "
-                "create an app-level token with connections:write under Basic Information "
-                "and enable Socket Mode."
-            ]
-        return []
-
-    def _check_channel(self, client: WebClient) -> list[str]:
-        """The channel exists, is not archived, and the bot is in it (so it may post)."""
-        try:
-            answer = client.conversations_info(channel=self._channel)
-        except SlackApiError as err:
-            fix = operator_fix(_error_code(err), self._channel, err.response.get("needed"))
-            return [fix or f"slack.channel: Slack answered {_error_code(err)} for the channel."]
-        channel = answer.get("channel") or {}
-        name = f"#{channel.get('name')} ({self._channel})" if channel.get("name") else self._channel
-        if channel.get("is_archived"):
-            return [str(operator_fix("is_archived", name))]
-        if not channel.get("is_member"):
-            return [str(operator_fix("not_in_channel", name))]
-        return []
-
-    def _check_people(self, client: WebClient) -> list[str]:
-        """Each configured person's ID is an active user of this workspace (a name such as
-        "hugo" or an ID from another workspace would never be mentioned)."""
-        problems: list[str] = []
-        for person, user in self._people.items():
-            key = f"people.{person}.slack"
-            try:
-                found = client.users_info(user=user).get("user") or {}
-            except SlackApiError as err:
-                code = _error_code(err)
-                if code in ("user_not_found", "users_not_found"):
-                    problems.append(
-                        f"{key}: Slack has no user {user} in this workspace; copy the member "
-                        "ID from their profile (⋮, Copy member ID)."
-                    )
-                    continue
-                fix = operator_fix(code, self._channel, err.response.get("needed"))
-                problems.append(fix or f"{key}: Slack answered {code} for user {user}.")
-                if fix is not None:  # the same for every person: said once
-                    break
-                continue
-            if found.get("deleted"):
-                problems.append(f"{key}: Slack user {user} is deactivated; remove or replace it.")
-        return problems
-
-    # -- requests ----------------------------------------------------------------------------
+        return WorkspaceCheck(
+            bot_token=self._bot_token,
+            api_url=self._api_url,
+            channel=self._channel,
+            mode=self.mode,
+            app_token=self._app_token,
+            people=self._people,
+        ).problems()
 
     async def _serve(self, request: web.Request) -> web.Response:
         bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
@@ -474,7 +292,7 @@ class SlackPlatform:
             except SlackApiError as err:
                 typed = f"/publish {prompt.tag} confirm <code> <login>"
                 reply = Reply(
-                    f"Slack did not open the login dialog ({_error_code(err)}); type {typed} "
+                    f"Slack did not open the login dialog ({error_code(err)}); type {typed} "
                     "with the plan's code and the login page's code instead.",
                     Tone.REFUSAL,
                 )
@@ -607,7 +425,3 @@ def _quiet_retries(logger: logging.Logger) -> None:
     """The SDK logs each failed reconnect with a traceback: one line instead."""
     if not any(isinstance(f, OneLineRetries) for f in logger.filters):
         logger.addFilter(OneLineRetries("Failed to connect"))
-
-
-def _error_code(err: SlackApiError) -> str:
-    return str(err.response.get("error", "error"))
