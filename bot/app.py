@@ -177,7 +177,7 @@ def build_platform(config: Config, name: str) -> Platform:
         from adapters.slack.platform import SlackPlatform  # each SDK is loaded when used
 
         return SlackPlatform.from_config(config)
-    from adapters.discord_app import DiscordPlatform
+    from adapters.discord.platform import DiscordPlatform
 
     return DiscordPlatform.from_config(config)
 

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from adapters.discord_app import DiscordError, DiscordPlatform
+from adapters.discord.platform import DiscordError, DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.discord_app import SYNC_STAMP, DiscordPlatform
+from adapters.discord.platform import SYNC_STAMP, DiscordPlatform
 from tests.discord.conftest import TOKEN, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
 

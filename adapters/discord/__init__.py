@@ -1,0 +1,1 @@
+"""The Discord platform (discord.py 2.x)."""
