@@ -27,21 +27,22 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from adapters.platform import ChannelRefused
+from adapters.discord.channel import (
+    NEEDED,
+    DiscordChat,
+    channel_not_allowed,
+    channel_unknown,
+)
+from adapters.discord.embeds import clip, plan_content, reply_content, reply_contents
+from adapters.discord.errors import DiscordError, DiscordUnreachable
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config, DiscordConfig
-from bot.domain.readiness import Readiness
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.gate import Gate
-from bot.messages import ChannelKind, ChannelMessage, Reply, Tone
-from bot.render import role_line
+from bot.messages import Reply, Tone
 
 log = logging.getLogger(__name__)
 
-MAX_CONTENT = 2000  # Discord's limits on a message and on embed parts
-MAX_TITLE = 256
-MAX_DESCRIPTION = 4096
-MAX_FIELD = 1024
 MAX_CHOICES = 25
 PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
@@ -52,197 +53,7 @@ DISCORD_API = str(DiscordConfig.model_fields["api_url"].default).rstrip("/")  # 
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
 SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
 
-
-class DiscordError(RelbotError):
-    """Discord refused the bot or could not be reached (the message says what to fix)."""
-
-
-class DiscordUnreachable(DiscordError):
-    """Discord could not be reached (network, DNS, a 5xx): worth trying again later."""
-
-
-# -- the release channel ---------------------------------------------------------------------
-
-
-class DiscordChat:
-    """The release channel: a summary is an embed (edited in place), anything else text.
-
-    A reference is the Discord message ID. Posting needs the platform connected (see
-    :meth:`DiscordPlatform.start`); before that it raises :class:`DiscordError`.
-    """
-
-    def __init__(
-        self, client: discord.Client, channel: int, people: Mapping[str, str] | None = None
-    ) -> None:
-        self._client = client
-        self._channel = channel
-        self._people = dict(people or {})  # person → Discord user ID, for mentions
-
-    async def post(self, message: ChannelMessage) -> str:
-        """Post ``message``; returns its ID. Raises :class:`ChannelRefused` when Discord
-        refuses for a reason the operator must fix (403, or an unknown channel)."""
-        try:
-            sent = await self._messageable().send(**_channel_payload(message, self._people))
-        except (discord.Forbidden, discord.NotFound) as err:
-            raise self._refused(err) from err
-        return str(sent.id)
-
-    async def update(self, ref: str, message: ChannelMessage) -> None:
-        """Replace the message posted as ``ref``; raises as :meth:`post` does."""
-        payload = _channel_payload(message, self._people)
-        try:
-            await self._messageable().get_partial_message(int(ref)).edit(**payload)
-        except (discord.Forbidden, discord.NotFound) as err:
-            if err.code == UNKNOWN_MESSAGE:  # someone deleted the summary: not the operator's
-                raise
-            raise self._refused(err) from err
-
-    async def probe(self) -> str | None:
-        """Whether a post would go through now, from what the gateway says of the channel
-        and the bot's roles: None, the sentence with the fix, or "" when not connected."""
-        if not self._client.is_ready():
-            return ""
-        channel = self._client.get_channel(self._channel)
-        if not isinstance(channel, discord.abc.GuildChannel):
-            try:  # not in the gateway's cache: ask
-                await self._client.fetch_channel(self._channel)
-            except discord.NotFound:
-                return channel_unknown(self._channel)
-            except discord.Forbidden:
-                return channel_not_allowed(self._channel, "it cannot see the channel")
-            except (discord.HTTPException, aiohttp.ClientError, OSError):
-                return ""
-            return ""  # visible but not cached yet: the next post will tell
-        granted = channel.permissions_for(channel.guild.me).value
-        missing = [name for name, bit in NEEDED.items() if granted & bit != bit]
-        if missing:
-            return channel_not_allowed(self._channel, "it lacks " + ", ".join(missing))
-        return None
-
-    def _refused(self, err: discord.HTTPException) -> ChannelRefused:
-        if err.code == UNKNOWN_CHANNEL:
-            return ChannelRefused(channel_unknown(self._channel))
-        return ChannelRefused(channel_not_allowed(self._channel, str(err.text or err.status)))
-
-    def _messageable(self) -> discord.PartialMessageable:
-        if not self._client.is_ready():
-            raise DiscordError("Discord is not connected yet; the message was not posted.")
-        return self._client.get_partial_messageable(self._channel)
-
-
-UNKNOWN_CHANNEL, UNKNOWN_MESSAGE = 10003, 10008  # Discord's JSON error codes
-# What the bot needs in the release channel: see it, post, and show the summary's embed.
-NEEDED = {"View Channel": 1 << 10, "Send Messages": 1 << 11, "Embed Links": 1 << 14}
-
-
-def channel_unknown(channel: int) -> str:
-    return (
-        f"discord.channel: Discord has no channel {channel}; copy its ID again (Developer "
-        "Mode, right-click the channel, Copy Channel ID)."
-    )
-
-
-def channel_not_allowed(channel: int, why: str) -> str:
-    return (
-        f"discord.channel: Discord does not let the bot post in channel {channel} ({why}); "
-        "give its role View Channel, Send Messages and Embed Links there (docs/discord.md)."
-    )
-
-
-def _channel_payload(message: ChannelMessage, people: Mapping[str, str]) -> dict[str, Any]:
-    """The message as Discord parameters. The people it calls on are mentioned as ``<@id>``
-    and only they may be pinged (anything else in the text, a hold reason, never pings)."""
-    if message.kind is ChannelKind.SUMMARY:
-        return {"content": None, "embed": summary_embed(message)}
-    ids = [people[p] for p in message.mentions if people.get(p, "").isdigit()]
-    named = [p for p in message.mentions if not people.get(p, "").isdigit()]
-    called = "".join(f"<@{i}> " for i in ids) + "".join(
-        f"{discord.utils.escape_markdown(p)} " for p in named
-    )
-    payload: dict[str, Any] = {
-        "content": _clip(called + discord.utils.escape_markdown(message.text), MAX_CONTENT)
-    }
-    if ids:  # else the client's default: nobody
-        payload["allowed_mentions"] = discord.AllowedMentions(
-            everyone=False,
-            roles=False,
-            replied_user=False,
-            users=[discord.Object(int(i)) for i in ids],
-        )
-    return payload
-
-
-def summary_embed(message: ChannelMessage) -> discord.Embed:
-    """The readiness summary as an embed: the headline as title, one field per role, and the
-    summary's lines after the roles (stray files, holds, signatures) as the description. A
-    published release's summary carries no readiness: its headline is all there is."""
-    lines = message.text.splitlines() or [message.tag or "relbot"]
-    readiness = message.readiness
-    embed = discord.Embed(title=_clip(lines[0], MAX_TITLE), colour=_colour(readiness))
-    if readiness is None:
-        return embed
-    for role in readiness.roles:
-        word, detail = role_line(role, str(readiness.tag))
-        embed.add_field(
-            name=f"{role.role}: {word}",
-            value=_clip(discord.utils.escape_markdown(detail), MAX_FIELD),
-            inline=False,
-        )
-    rest = [line.strip() for line in lines[1 + len(readiness.roles) :]]
-    if rest:
-        embed.description = _clip(discord.utils.escape_markdown("\n".join(rest)), MAX_DESCRIPTION)
-    return embed
-
-
-def _colour(readiness: Readiness | None) -> discord.Colour:
-    if readiness is None or readiness.publishable:  # published, or ready to be
-        return discord.Colour.green()
-    if readiness.holds:
-        return discord.Colour.red()
-    return discord.Colour.gold()
-
-
 # -- replies and the Publish button ----------------------------------------------------------
-
-
-def reply_contents(text: str) -> list[str]:
-    """A reply as messages: one, unless it is longer than a message holds (an announcement
-    to read in full), then several, split at line ends, each its own code block."""
-    fence = "```"
-    room = MAX_CONTENT - 2 * len(fence) - 2
-    if "\n" not in text or len(text) <= room:
-        return [reply_content(text)]
-    chunks = [""]
-    for line in text.replace(fence, "'''").splitlines():
-        while len(line) > room:  # a line longer than a message: cut it
-            chunks += [line[:room], ""]
-            line = line[room:]
-        if len(chunks[-1]) + len(line) + 1 > room:
-            chunks.append("")
-        chunks[-1] += line + "\n"
-    return [f"{fence}\n{chunk.rstrip()}\n{fence}" for chunk in chunks if chunk.strip()]
-
-
-def reply_content(text: str) -> str:
-    """A reply as message text: several lines (plans, summaries, help) keep their columns in
-    a code block; one sentence stays prose."""
-    if "\n" not in text:
-        return _clip(discord.utils.escape_markdown(text), MAX_CONTENT)
-    fence = "```"
-    body = _clip(text.replace(fence, "'''"), MAX_CONTENT - 2 * len(fence) - 2)
-    return f"{fence}\n{body}\n{fence}"
-
-
-def plan_content(text: str, login_url: str | None) -> str:
-    """The publish plan as message text. A plan that signs files ends with its login link,
-    outside the code block (so Discord makes it a link) and never clipped away."""
-    if login_url is None:
-        return reply_content(text)
-    link = f"\nLog in to sign: {login_url}"
-    fence = "```"
-    body = text.replace(login_url, "(the link below)").replace(fence, "'''")
-    body = _clip(body, MAX_CONTENT - len(link) - 2 * len(fence) - 2)
-    return f"{fence}\n{body}\n{fence}{link}"
 
 
 class LoginButton(
@@ -284,7 +95,7 @@ class LoginModal(discord.ui.Modal):
     is the confirm line typed with that code, by whoever submitted (the gate decides)."""
 
     def __init__(self, tag: str, code: str) -> None:
-        super().__init__(title=_clip(f"Publish {tag}?", MAX_MODAL_TITLE), timeout=None)
+        super().__init__(title=clip(f"Publish {tag}?", MAX_MODAL_TITLE), timeout=None)
         self.tag = tag
         self.code = code
         self.login: discord.ui.TextInput[LoginModal] = discord.ui.TextInput(
@@ -293,7 +104,7 @@ class LoginModal(discord.ui.Modal):
         self.add_item(
             discord.ui.Label(
                 text="Code from the Sigstore login page",
-                description=_clip(
+                description=clip(
                     f"Every file of {tag} is signed with your login and becomes public at "
                     "once; published files cannot be taken back.",
                     100,
@@ -925,7 +736,3 @@ def channel_permissions(
     granted.handle_overwrite(allow, deny)
     granted.handle_overwrite(*overwrites.get(str(member["user"]["id"]), (0, 0)))
     return granted.value
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

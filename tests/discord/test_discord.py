@@ -11,7 +11,8 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from adapters.discord.platform import DiscordError, DiscordPlatform
+from adapters.discord.errors import DiscordError
+from adapters.discord.platform import DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError

@@ -12,7 +12,8 @@ import pytest
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from adapters.discord.platform import DISCORD_API, DiscordError, DiscordPlatform
+from adapters.discord.errors import DiscordError
+from adapters.discord.platform import DISCORD_API, DiscordPlatform
 from bot.config import DiscordConfig
 from tests.discord.conftest import GUILD, TOKEN, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
