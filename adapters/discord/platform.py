@@ -14,10 +14,9 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 import discord
@@ -27,13 +26,20 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from adapters.discord.buttons import (
+    CancelButton,
+    ConfirmButton,
+    LoginButton,
+    PublishButton,
+)
 from adapters.discord.channel import (
     NEEDED,
     DiscordChat,
     channel_not_allowed,
     channel_unknown,
 )
-from adapters.discord.embeds import clip, plan_content, reply_content, reply_contents
+from adapters.discord.client import RelbotClient
+from adapters.discord.embeds import plan_content, reply_content, reply_contents
 from adapters.discord.errors import DiscordError, DiscordUnreachable
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config, DiscordConfig
@@ -44,213 +50,14 @@ from bot.messages import Reply, Tone
 log = logging.getLogger(__name__)
 
 MAX_CHOICES = 25
-PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
-CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
-CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
-LOGIN_ID = r"relbot:login:(?P<tag>[^:]+):(?P<code>[^:]+)"
-MAX_MODAL_TITLE = 45  # Discord's limit on a modal's title and a label's text
 DISCORD_API = str(DiscordConfig.model_fields["api_url"].default).rstrip("/")  # unset api_url
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
 SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
 
-# -- replies and the Publish button ----------------------------------------------------------
 
-
-class LoginButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=LOGIN_ID,
-):
-    """The **Publish TAG** button of a plan that signs files: it opens :class:`LoginModal`,
-    the confirm dialog with the login page's code as its one field. Like
-    :class:`PublishButton`, its custom ID carries tag and code, so it works after a restart
-    (the login itself does not survive one: the gate then says to ask for a new plan)."""
-
-    def __init__(self, tag: str, code: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label=f"Publish {tag}",
-                style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:login:{tag}:{code}",
-            )
-        )
-        self.tag = tag
-        self.code = code
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"], match["code"])
-
-    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
-        await interaction.response.send_modal(LoginModal(self.tag, self.code))
-
-
-class LoginModal(discord.ui.Modal):
-    """ "Publish TAG?" with one field: the code the Sigstore login page showed. Submitting it
-    is the confirm line typed with that code, by whoever submitted (the gate decides)."""
-
-    def __init__(self, tag: str, code: str) -> None:
-        super().__init__(title=clip(f"Publish {tag}?", MAX_MODAL_TITLE), timeout=None)
-        self.tag = tag
-        self.code = code
-        self.login: discord.ui.TextInput[LoginModal] = discord.ui.TextInput(
-            custom_id="login", min_length=4, max_length=512, required=True
-        )
-        self.add_item(
-            discord.ui.Label(
-                text="Code from the Sigstore login page",
-                description=clip(
-                    f"Every file of {tag} is signed with your login and becomes public at "
-                    "once; published files cannot be taken back.",
-                    100,
-                ),
-                component=self.login,
-            )
-        )
-
-    async def on_submit(self, interaction: discord.Interaction[discord.Client]) -> None:
-        client = interaction.client
-        if isinstance(client, _Client):
-            await client.platform.confirm(
-                interaction, self.tag, self.code, login=self.login.value.strip()
-            )
-
-
-class PublishButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=PUBLISH_ID,
-):
-    """The plan's **Publish TAG** button. Its custom ID carries tag and code, so a click works
-    after a restart (registered with ``add_dynamic_items``). A click only asks: "Publish
-    TAG?" with :class:`ConfirmButton` and :class:`CancelButton`, as Slack's confirm dialog
-    does; the gate authorizes the confirming click like the typed confirm line."""
-
-    def __init__(self, tag: str, code: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label=f"Publish {tag}",
-                style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:publish:{tag}:{code}",
-            )
-        )
-        self.tag = tag
-        self.code = code
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"], match["code"])
-
-    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
-        view = discord.ui.View(timeout=None)
-        view.add_item(ConfirmButton(self.tag, self.code))
-        view.add_item(CancelButton(self.tag))
-        await interaction.response.send_message(
-            confirm_question(self.tag), view=view, ephemeral=True
-        )
-
-
-def confirm_question(tag: str) -> str:
-    return (
-        f"Publish {tag} now? Every file of the plan becomes public at once, then {tag} is "
-        "registered and announced. Published files cannot be taken back."
-    )
-
-
-class ConfirmButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=CONFIRM_ID,
-):
-    """**Yes, publish TAG**: the confirm line, typed by whoever clicked (the gate decides)."""
-
-    def __init__(self, tag: str, code: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label=f"Yes, publish {tag}",
-                style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:confirm:{tag}:{code}",
-            )
-        )
-        self.tag = tag
-        self.code = code
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"], match["code"])
-
-    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
-        client = interaction.client
-        if isinstance(client, _Client):
-            await client.platform.confirm(interaction, self.tag, self.code)
-
-
-class CancelButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=CANCEL_ID,
-):
-    """**Cancel**: nothing happens; the plan's button works until its code expires."""
-
-    def __init__(self, tag: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label="Cancel",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"relbot:cancel:{tag}",
-            )
-        )
-        self.tag = tag
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"])
-
-    async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
-        await interaction.response.edit_message(
-            content=f"{self.tag} was not published. The plan's button works until its code "
-            "expires.",
-            view=None,
-        )
-
-
-# -- the client ------------------------------------------------------------------------------
-
-
-class _Client(discord.Client):
-    """A client that knows its platform (the Publish button finds the gate through it)."""
-
-    def __init__(self, platform: DiscordPlatform, **options: Any) -> None:
-        super().__init__(**options)
-        self.platform = platform
-
-    async def setup_hook(self) -> None:
-        await self.platform.setup(self)
-
-
-class _Tree(app_commands.CommandTree[_Client]):
+class _Tree(app_commands.CommandTree[RelbotClient]):
     async def on_error(
-        self, interaction: discord.Interaction[_Client], error: app_commands.AppCommandError
+        self, interaction: discord.Interaction[RelbotClient], error: app_commands.AppCommandError
     ) -> None:
         # The command's name only: its options may hold a confirmation code.
         name = interaction.command.qualified_name if interaction.command else "?"
@@ -294,7 +101,7 @@ class DiscordPlatform:
         self._sync_stamp = sync_stamp
         # Only the (unprivileged) guilds intent: slash commands and buttons need no intent,
         # and guild events tell discord.py which channels the bot can see.
-        self._client = _Client(
+        self._client = RelbotClient(
             self,
             intents=discord.Intents(guilds=True),
             allowed_mentions=discord.AllowedMentions.none(),  # a hold reason must not ping
@@ -468,7 +275,7 @@ class DiscordPlatform:
 
     # -- wiring (called by the client) ---------------------------------------------------------
 
-    async def setup(self, client: _Client) -> None:
+    async def setup(self, client: RelbotClient) -> None:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
         client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton, LoginButton)
