@@ -10,7 +10,7 @@ button works after a restart.
 from __future__ import annotations
 
 import re
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import discord
 
@@ -21,24 +21,28 @@ PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
 LOGIN_ID = r"relbot:login:(?P<tag>[^:]+):(?P<code>[^:]+)"
+PLAN_ID = r"relbot:(?P<action>[a-z]+):(?P<tag>[^:]+):(?P<code>[^:]+)"  # any of the three above
 MAX_MODAL_TITLE = 45  # Discord's limit on a modal's title and a label's text
 
 
-class LoginButton(
+class PlanButton(
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=LOGIN_ID,
+    template=PLAN_ID,
 ):
-    """The **Publish TAG** button of a plan that signs files: it opens :class:`LoginModal`,
-    the confirm dialog with the login page's code as its one field. Like
-    :class:`PublishButton`, its custom ID carries tag and code, so it works after a restart
-    (the login itself does not survive one: the gate then says to ask for a new plan)."""
+    """A button of a publish plan, whose custom ID (``relbot:ACTION:TAG:CODE``) carries the
+    plan's tag and code, so a click works after a restart: each kind, with its own template,
+    is registered with ``add_dynamic_items``. A kind names its ``action`` and ``label`` (with
+    ``{tag}``), and says what a click does."""
+
+    action: ClassVar[str]
+    label: ClassVar[str]
 
     def __init__(self, tag: str, code: str) -> None:
         super().__init__(
             discord.ui.Button(
-                label=f"Publish {tag}",
+                label=self.label.format(tag=tag),
                 style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:login:{tag}:{code}",
+                custom_id=f"relbot:{self.action}:{tag}:{code}",
             )
         )
         self.tag = tag
@@ -53,6 +57,15 @@ class LoginButton(
         /,
     ) -> Self:
         return cls(match["tag"], match["code"])
+
+
+class LoginButton(PlanButton, template=LOGIN_ID):
+    """The **Publish TAG** button of a plan that signs files: it opens :class:`LoginModal`,
+    the confirm dialog with the login page's code as its one field. The button works after a
+    restart, the login itself does not: the gate then says to ask for a new plan."""
+
+    action = "login"
+    label = "Publish {tag}"
 
     async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
         await interaction.response.send_modal(LoginModal(self.tag, self.code))
@@ -89,35 +102,13 @@ class LoginModal(discord.ui.Modal):
             )
 
 
-class PublishButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=PUBLISH_ID,
-):
-    """The plan's **Publish TAG** button. Its custom ID carries tag and code, so a click works
-    after a restart (registered with ``add_dynamic_items``). A click only asks: "Publish
-    TAG?" with :class:`ConfirmButton` and :class:`CancelButton`, as Slack's confirm dialog
-    does; the gate authorizes the confirming click like the typed confirm line."""
+class PublishButton(PlanButton, template=PUBLISH_ID):
+    """The plan's **Publish TAG** button. A click only asks: "Publish TAG?" with
+    :class:`ConfirmButton` and :class:`CancelButton`, as Slack's confirm dialog does; the gate
+    authorizes the confirming click like the typed confirm line."""
 
-    def __init__(self, tag: str, code: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label=f"Publish {tag}",
-                style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:publish:{tag}:{code}",
-            )
-        )
-        self.tag = tag
-        self.code = code
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"], match["code"])
+    action = "publish"
+    label = "Publish {tag}"
 
     async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
         view = discord.ui.View(timeout=None)
@@ -135,32 +126,11 @@ def confirm_question(tag: str) -> str:
     )
 
 
-class ConfirmButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=CONFIRM_ID,
-):
+class ConfirmButton(PlanButton, template=CONFIRM_ID):
     """**Yes, publish TAG**: the confirm line, typed by whoever clicked (the gate decides)."""
 
-    def __init__(self, tag: str, code: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label=f"Yes, publish {tag}",
-                style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:confirm:{tag}:{code}",
-            )
-        )
-        self.tag = tag
-        self.code = code
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"], match["code"])
+    action = "confirm"
+    label = "Yes, publish {tag}"
 
     async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
         client = interaction.client
@@ -172,7 +142,8 @@ class CancelButton(
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
     template=CANCEL_ID,
 ):
-    """**Cancel**: nothing happens; the plan's button works until its code expires."""
+    """**Cancel**: nothing happens; the plan's button works until its code expires. Its
+    custom ID carries the tag only (``relbot:cancel:TAG``), so it is no :class:`PlanButton`."""
 
     def __init__(self, tag: str) -> None:
         super().__init__(
