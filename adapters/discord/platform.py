@@ -1,19 +1,13 @@
-"""The Discord platform (discord.py 2.x): the contract's commands as slash commands in one
-server, replies to whoever typed them, and the release channel, where each release's summary
-is an embed edited in place and notices and announcements are plain messages.
-
-The adapter only translates: an interaction becomes ``(Discord user ID, command line)`` for
-:meth:`bot.gate.Gate.handle`, and the gate's reply is rendered back. Who may do what is the
-gate's business, so no command carries ``default_permissions``.
+"""The Discord platform wired to discord.py: its configuration, the client and its command
+tree, the login and the gateway connection, started and stopped; and each interaction
+acknowledged at once, asked of the gate as ``(Discord user ID, command line)``, and answered
+privately to whoever typed or clicked.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,17 +19,11 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from adapters.discord.buttons import (
-    CancelButton,
-    ConfirmButton,
-    LoginButton,
-    PublishButton,
-)
-from adapters.discord.channel import (
-    DiscordChat,
-)
+from adapters.discord.buttons import CancelButton, ConfirmButton, LoginButton, PublishButton
+from adapters.discord.channel import DiscordChat
 from adapters.discord.check import ServerCheck
 from adapters.discord.client import RelbotClient
+from adapters.discord.commands import SYNC_STAMP, CommandSync, RelbotTree, slash_commands
 from adapters.discord.embeds import plan_content, reply_content, reply_contents
 from adapters.discord.errors import DiscordError, DiscordUnreachable
 from bot.backoff import Backoff, OneLineRetries
@@ -49,21 +37,6 @@ log = logging.getLogger(__name__)
 MAX_CHOICES = 25
 DISCORD_API = str(DiscordConfig.model_fields["api_url"].default).rstrip("/")  # unset api_url
 READY_TIMEOUT = 30.0  # seconds start() waits for the gateway's READY
-SYNC_STAMP = "discord-commands.sha256"  # beside the state file: the tree last synced
-
-
-class _Tree(app_commands.CommandTree[RelbotClient]):
-    async def on_error(
-        self, interaction: discord.Interaction[RelbotClient], error: app_commands.AppCommandError
-    ) -> None:
-        # The command's name only: its options may hold a confirmation code.
-        name = interaction.command.qualified_name if interaction.command else "?"
-        log.error("Discord command /%s failed", name, exc_info=error)
-        text = "relbot hit an internal error answering this; the bot's log has the details."
-        if interaction.response.is_done():
-            await interaction.followup.send(text, ephemeral=True)
-        else:
-            await interaction.response.send_message(text, ephemeral=True)
 
 
 class DiscordPlatform:
@@ -94,8 +67,6 @@ class DiscordPlatform:
         self._gate: Gate | None = None
         self._task: asyncio.Task[None] | None = None
         self._previous: tuple[str, yarl.URL] | None = None
-        # The digest of the command tree last synced (None: sync at every start).
-        self._sync_stamp = sync_stamp
         # Only the (unprivileged) guilds intent: slash commands and buttons need no intent,
         # and guild events tell discord.py which channels the bot can see.
         self._client = RelbotClient(
@@ -104,12 +75,14 @@ class DiscordPlatform:
             allowed_mentions=discord.AllowedMentions.none(),  # a hold reason must not ping
             guild_ready_timeout=guild_ready_timeout,
         )
-        self._tree = _Tree(self._client)
+        self._tree = RelbotTree(self._client)
+        # The digest of the command tree last synced (None: sync at every start).
+        self._sync = CommandSync(self._tree, self._guild, sync_stamp)
         # discord.py logs each reconnect of the gateway with a traceback: one line instead.
         gateway_log = logging.getLogger("discord.client")
         if not any(isinstance(f, OneLineRetries) for f in gateway_log.filters):
             gateway_log.addFilter(OneLineRetries("Attempting a reconnect"))
-        for command in self._commands():
+        for command in slash_commands(self.run, self.tag_choices, self._roles):
             self._tree.add_command(command, guild=self._guild)
         self._people = dict(people or {})  # person → Discord user ID
         self._chat = DiscordChat(self._client, settings.channel, people)
@@ -214,44 +187,7 @@ class DiscordPlatform:
         """After login: the Publish button of any earlier plan works again, and the commands
         are (re)registered in the configured server only."""
         client.add_dynamic_items(PublishButton, ConfirmButton, CancelButton, LoginButton)
-        digest = self._tree_digest(client.application_id)
-        if self._synced() == digest:
-            log.info("discord: the commands are unchanged since the last sync; not synced")
-            return
-        try:
-            await self._tree.sync(guild=self._guild)
-        except discord.Forbidden as err:
-            raise DiscordError(
-                f"discord.guild: Discord does not let the bot register commands in server "
-                f"{self._settings.guild}; invite it there with the bot and applications.commands "
-                "scopes (docs/discord.md)."
-            ) from err
-        self._remember_sync(digest)
-
-    def _tree_digest(self, application: int | None) -> str:
-        """What a sync would send, and where: the same digest means nothing to sync (Discord
-        limits how many commands a bot may create a day)."""
-        commands = [c.to_dict(self._tree) for c in self._tree.get_commands(guild=self._guild)]
-        payload = {"application": application, "guild": self._settings.guild, "tree": commands}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-    def _synced(self) -> str | None:
-        if self._sync_stamp is None:
-            return None
-        try:
-            return self._sync_stamp.read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            return None  # never synced here, or unreadable: sync
-
-    def _remember_sync(self, digest: str) -> None:
-        if self._sync_stamp is None:
-            return
-        partial = self._sync_stamp.with_name(self._sync_stamp.name + ".tmp")
-        try:
-            partial.write_text(digest + "\n", encoding="ascii")
-            os.replace(partial, self._sync_stamp)
-        except OSError as err:  # the next start syncs again: harmless
-            log.warning("discord: cannot remember the synced commands in %s: %s", partial, err)
+        await self._sync.sync(client.application_id)
 
     async def _login(self) -> None:
         """Log in. With ``discord.api_url`` set to another API than Discord's (a test's fake
@@ -332,120 +268,3 @@ class DiscordPlatform:
             for tag in tags
             if str(tag).startswith(wanted)
         ][:MAX_CHOICES]
-
-    def _commands(self) -> list[app_commands.Command[Any, Any, None]]:
-        run, tags = self.run, self.tag_choices
-        roles = [app_commands.Choice(name=role, value=role) for role in self._roles]
-
-        @app_commands.command(description="Say your role's files for a release are staged")
-        @app_commands.describe(role="your role", tag="release tag, e.g. 3.14.1")
-        @app_commands.choices(role=roles)
-        @app_commands.autocomplete(tag=tags)
-        async def ready(interaction: discord.Interaction[Any], role: str, tag: str) -> None:
-            await run(interaction, f"/ready {role} {tag}")
-
-        @app_commands.command(description="Withdraw a role's claim on a release")
-        @app_commands.describe(role="the role", tag="release tag")
-        @app_commands.choices(role=roles)
-        @app_commands.autocomplete(tag=tags)
-        async def unready(interaction: discord.Interaction[Any], role: str, tag: str) -> None:
-            await run(interaction, f"/unready {role} {tag}")
-
-        @app_commands.command(description="What is ready, missing or blocking")
-        @app_commands.describe(tag="release tag (default: every open release)")
-        @app_commands.autocomplete(tag=tags)
-        async def status(interaction: discord.Interaction[Any], tag: str | None = None) -> None:
-            await run(interaction, f"/status {tag}" if tag else "/status")
-
-        @app_commands.command(description="Block publishing a release until /unhold")
-        @app_commands.describe(tag="release tag", reason="why (shown in the channel)")
-        @app_commands.autocomplete(tag=tags)
-        async def hold(
-            interaction: discord.Interaction[Any], tag: str, reason: str | None = None
-        ) -> None:
-            await run(interaction, f"/hold {tag} {reason}" if reason else f"/hold {tag}")
-
-        @app_commands.command(description="Lift a hold (the holder or the release manager)")
-        @app_commands.describe(tag="release tag")
-        @app_commands.autocomplete(tag=tags)
-        async def unhold(interaction: discord.Interaction[Any], tag: str) -> None:
-            await run(interaction, f"/unhold {tag}")
-
-        @app_commands.command(description="Release manager: the publish plan, then confirm")
-        @app_commands.describe(
-            tag="release tag",
-            confirm="the code from the publish plan",
-            login="the code the Sigstore login page showed (when the plan signs files)",
-        )
-        @app_commands.autocomplete(tag=tags)
-        async def publish(
-            interaction: discord.Interaction[Any],
-            tag: str,
-            confirm: str | None = None,
-            login: str | None = None,
-        ) -> None:
-            line = f"/publish {tag} confirm {confirm}" if confirm else f"/publish {tag}"
-            await run(interaction, f"{line} {login}" if confirm and login else line)
-
-        @app_commands.command(description="Release manager: withdraw every claim of a release")
-        @app_commands.describe(tag="release tag")
-        @app_commands.autocomplete(tag=tags)
-        async def respin(interaction: discord.Interaction[Any], tag: str) -> None:
-            await run(interaction, f"/respin {tag}")
-
-        @app_commands.command(description="Release manager: lift one rule for one release")
-        @app_commands.describe(
-            tag="release tag",
-            target="a file (as relbot manifest prints it) or a role",
-            reason="why",
-        )
-        @app_commands.autocomplete(tag=tags)
-        async def waive(
-            interaction: discord.Interaction[Any], tag: str, target: str, reason: str | None = None
-        ) -> None:
-            line = f"/waive {tag} {target}" + (f" {reason}" if reason else "")
-            await run(interaction, line)
-
-        @app_commands.command(description="Release manager: undo a waiver")
-        @app_commands.describe(tag="release tag", target="the waived file or role")
-        @app_commands.autocomplete(tag=tags)
-        async def unwaive(interaction: discord.Interaction[Any], tag: str, target: str) -> None:
-            await run(interaction, f"/unwaive {tag} {target}")
-
-        @app_commands.command(description="Release manager: cancel a publish not yet public")
-        @app_commands.describe(tag="release tag")
-        @app_commands.autocomplete(tag=tags)
-        async def abort(interaction: discord.Interaction[Any], tag: str) -> None:
-            await run(interaction, f"/abort {tag}")
-
-        @app_commands.command(
-            description="Release manager: the forum announcement, or your words in it"
-        )
-        @app_commands.describe(
-            tag="release tag", text="your own words in the announcement (leave out to read it)"
-        )
-        @app_commands.autocomplete(tag=tags)
-        async def announce(
-            interaction: discord.Interaction[Any], tag: str, text: str | None = None
-        ) -> None:
-            await run(interaction, f"/announce {tag} {text}" if text else f"/announce {tag}")
-
-        @app_commands.command(name="help", description="relbot's commands, with examples")
-        @app_commands.describe(command="one command to explain, e.g. ready")
-        async def help_(interaction: discord.Interaction[Any], command: str | None = None) -> None:
-            await run(interaction, f"/help {command}" if command else "/help")
-
-        return [
-            ready,
-            unready,
-            status,
-            hold,
-            unhold,
-            publish,
-            respin,
-            waive,
-            unwaive,
-            abort,
-            announce,
-            help_,
-        ]
