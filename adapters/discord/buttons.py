@@ -21,7 +21,7 @@ PUBLISH_ID = r"relbot:publish:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CONFIRM_ID = r"relbot:confirm:(?P<tag>[^:]+):(?P<code>[^:]+)"
 CANCEL_ID = r"relbot:cancel:(?P<tag>[^:]+)"
 LOGIN_ID = r"relbot:login:(?P<tag>[^:]+):(?P<code>[^:]+)"
-PLAN_ID = r"relbot:(?P<action>[a-z]+):(?P<tag>[^:]+):(?P<code>[^:]+)"  # any of the three above
+PLAN_ID = r"relbot:(?P<action>[a-z]+):(?P<tag>[^:]+)(:(?P<code>[^:]+))?"  # any of the above
 MAX_MODAL_TITLE = 45  # Discord's limit on a modal's title and a label's text
 
 
@@ -29,20 +29,22 @@ class PlanButton(
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
     template=PLAN_ID,
 ):
-    """A button of a publish plan, whose custom ID (``relbot:ACTION:TAG:CODE``) carries the
-    plan's tag and code, so a click works after a restart: each kind, with its own template,
-    is registered with ``add_dynamic_items``. A kind names its ``action`` and ``label`` (with
-    ``{tag}``), and says what a click does."""
+    """A button of a publish plan, whose custom ID (``relbot:ACTION:TAG:CODE``, or
+    ``relbot:ACTION:TAG`` for a kind that needs no code) carries what a click needs, so a
+    click works after a restart: each kind, with its own template, is registered with
+    ``add_dynamic_items``. A kind names its ``action``, ``label`` (with ``{tag}``) and
+    ``style``, and says what a click does."""
 
     action: ClassVar[str]
     label: ClassVar[str]
+    style: ClassVar[discord.ButtonStyle] = discord.ButtonStyle.danger
 
-    def __init__(self, tag: str, code: str) -> None:
+    def __init__(self, tag: str, code: str = "") -> None:
         super().__init__(
             discord.ui.Button(
                 label=self.label.format(tag=tag),
-                style=discord.ButtonStyle.danger,
-                custom_id=f"relbot:{self.action}:{tag}:{code}",
+                style=self.style,
+                custom_id=f"relbot:{self.action}:{tag}" + (f":{code}" if code else ""),
             )
         )
         self.tag = tag
@@ -56,7 +58,7 @@ class PlanButton(
         match: re.Match[str],
         /,
     ) -> Self:
-        return cls(match["tag"], match["code"])
+        return cls(match["tag"], match.groupdict().get("code") or "")
 
 
 class LoginButton(PlanButton, template=LOGIN_ID):
@@ -138,32 +140,13 @@ class ConfirmButton(PlanButton, template=CONFIRM_ID):
             await client.platform.confirm(interaction, self.tag, self.code)
 
 
-class CancelButton(
-    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
-    template=CANCEL_ID,
-):
+class CancelButton(PlanButton, template=CANCEL_ID):
     """**Cancel**: nothing happens; the plan's button works until its code expires. Its
-    custom ID carries the tag only (``relbot:cancel:TAG``), so it is no :class:`PlanButton`."""
+    custom ID carries the tag only (``relbot:cancel:TAG``)."""
 
-    def __init__(self, tag: str) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label="Cancel",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"relbot:cancel:{tag}",
-            )
-        )
-        self.tag = tag
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[discord.Client],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> Self:
-        return cls(match["tag"])
+    action = "cancel"
+    label = "Cancel"
+    style = discord.ButtonStyle.secondary
 
     async def callback(self, interaction: discord.Interaction[discord.Client]) -> None:
         await interaction.response.edit_message(
