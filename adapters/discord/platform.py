@@ -76,7 +76,7 @@ class DiscordPlatform:
             guild_ready_timeout=guild_ready_timeout,
         )
         self._tree = RelbotTree(self._client)
-        # The digest of the command tree last synced (None: sync at every start).
+        # Synced only when the commands changed (with no sync_stamp: at every start).
         self._sync = CommandSync(self._tree, self._guild, sync_stamp)
         # discord.py logs each reconnect of the gateway with a traceback: one line instead.
         gateway_log = logging.getLogger("discord.client")
