@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.slack import SlackPlatform  # the real adapter
+from adapters.slack.platform import SlackPlatform  # the real adapter
 from tests.slack.conftest import (  # the tests' team, signing and mock Slack
     BOT_TOKEN,
     CHANNEL,

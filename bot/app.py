@@ -176,10 +176,10 @@ def build_platform(config: Config, name: str) -> Platform:
     """The chat platform ``name`` (``slack``, ``discord``); each reads its own secrets from
     the environment and raises ConfigError naming the key when one is missing."""
     if name == "slack":
-        from adapters.slack import SlackPlatform  # each SDK is loaded when used
+        from adapters.slack.platform import SlackPlatform  # each SDK is loaded when used
 
         return SlackPlatform.from_config(config)
-    from adapters.discord_app import DiscordPlatform
+    from adapters.discord.platform import DiscordPlatform
 
     return DiscordPlatform.from_config(config)
 
@@ -187,7 +187,7 @@ def build_platform(config: Config, name: str) -> Platform:
 def slack_manifest(config: Config, url: str | None = None) -> str:
     """The Slack app manifest for ``[slack]`` (its command prefix and mode; no table: the
     defaults), so the commands Slack offers are those relbot answers."""
-    from adapters.slack_commands import manifest
+    from adapters.slack.commands import manifest
 
     settings = config.model.slack
     if settings is None:

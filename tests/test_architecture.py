@@ -1,6 +1,8 @@
 """The shape the README's "How it is built" draws, checked on the source: the domain does no
 I/O, the gate knows the world only through ports, ``bot/app.py`` is the one place that names
-the concrete adapters, and no chat SDK is imported under ``bot/``."""
+the concrete adapters, and no chat SDK is imported under ``bot/``. Within the packages of
+``SHAPED`` (the adapters): no import circle, no private name of another module imported or
+reached, no module over 400 lines nor class over 250 without saying why."""
 
 from __future__ import annotations
 
@@ -102,7 +104,7 @@ def test_no_chat_sdk_under_bot(path: Path) -> None:
     assert not sdks, f"{path.relative_to(ROOT)} imports {sdks}"
 
 
-@pytest.mark.parametrize("path", modules("adapters"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules("adapters"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_platforms_reach_no_further_than_the_gate(path: Path) -> None:
     """A platform talks to the gate's public methods, never to what the gate is built on."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -126,3 +128,201 @@ def test_the_platforms_reach_no_further_than_the_gate(path: Path) -> None:
     ]
     assert not reached, f"{path.name} reaches gate.{reached}"
     assert not [n for n in imports(path) if within(n, CONCRETE)], path
+
+
+# -- the shape of a package: circles, private names, sizes ----------------------------------
+
+# The packages these rules hold for (add "bot" once it keeps them too).
+SHAPED = ("adapters",)
+MAX_MODULE_LINES = 400  # past these, the docstring says why: "over 400 lines because …"
+MAX_CLASS_LINES = 250  # likewise for a class: "over 250 lines because …"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def shaped_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in SHAPED for p in modules(package)}
+
+
+def imported_names(path: Path) -> Iterator[tuple[str, str | None]]:
+    """``(module, name)`` for every import in ``path`` (``name`` None for ``import module``),
+    at any level; a relative import comes out with a leading ``.``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            yield from ((module, alias.name) for alias in node.names)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of ``SHAPED`` it imports (``from package import module`` counts
+    as importing that module)."""
+    known = shaped_modules()
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for name, path in known.items():
+        for module, imported in imported_names(path):
+            target = f"{module}.{imported}" if f"{module}.{imported}" in known else module
+            if target in known and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each group of modules that import one another, directly or not (Tarjan's strongly
+    connected components with more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while (top := stack.pop()) != node:
+                group.append(top)
+            group.append(node)
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_import_graph_sees_the_adapters() -> None:
+    graph = import_graph()
+    assert "adapters.slack.blocks" in graph["adapters.slack.platform"]
+    assert "adapters.platform" in graph["adapters.discord.channel"]
+
+
+def test_no_import_circle_between_modules() -> None:
+    assert circles(import_graph()) == []
+
+
+@pytest.mark.parametrize("path", shaped_modules().values(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_relative_import(path: Path) -> None:
+    """Absolute imports only: ``import discord`` in ``adapters/discord/`` is discord.py."""
+    relative = [m for m, _ in imported_names(path) if m.startswith(".")]
+    assert not relative, f"{path.relative_to(ROOT)} imports {relative}"
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(path: Path) -> list[str]:
+    """What ``path`` imports from another module of ``SHAPED`` that is private there: a name
+    or a module that starts with ``_``."""
+    return [
+        f"{module}.{name}" if name else module
+        for module, name in imported_names(path)
+        if within(module, SHAPED)
+        and (private(name or "") or any(private(part) for part in module.split(".")))
+    ]
+
+
+def test_the_private_name_rule_sees_private_names(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from adapters.slack.blocks import _fit, section\n"
+        "from adapters._hidden import shown\n"
+        "import adapters.platform\n"
+        "from os import _exit\n"
+    )
+    assert private_imports(source) == ["adapters.slack.blocks._fit", "adapters._hidden.shown"]
+
+
+@pytest.mark.parametrize("path", shaped_modules().values(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_name_imported_from_another_module(path: Path) -> None:
+    bad = private_imports(path)
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def reached_privates(path: Path) -> list[str]:
+    """The private attributes ``path`` reaches on anything but ``self`` and ``cls`` (another
+    module's object: ``storage._lstat(...)``), as ``line: attribute``."""
+    return [
+        f"{node.lineno}: {node.attr}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and private(node.attr)
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+
+
+def test_the_private_attribute_rule_sees_a_reach(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("self._own = 1\nstorage._lstat(conn)\nself._client._http.close()\n")
+    assert reached_privates(source) == ["2: _lstat", "3: _http"]
+
+
+@pytest.mark.parametrize("path", shaped_modules().values(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_attribute_reached_from_outside(path: Path) -> None:
+    bad = reached_privates(path)
+    assert not bad, f"{path.relative_to(ROOT)} reaches {bad}"
+
+
+def unexplained(lines: int, limit: int, docstring: str | None) -> bool:
+    """Longer than ``limit`` lines, and the docstring does not say why ("over N lines
+    because …")."""
+    return lines > limit and f"over {limit} lines because" not in (docstring or "").lower()
+
+
+def test_the_length_rule_counts_and_reads_the_reason() -> None:
+    assert unexplained(401, MAX_MODULE_LINES, "The module.")
+    assert not unexplained(400, MAX_MODULE_LINES, None)
+    assert not unexplained(401, MAX_MODULE_LINES, "Over 400 lines because it is a table.")
+
+
+@pytest.mark.parametrize("path", shaped_modules().values(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_nor_class_too_long_without_a_reason(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    long = []
+    if unexplained(len(text.splitlines()), MAX_MODULE_LINES, ast.get_docstring(tree)):
+        long.append(f"the module: {len(text.splitlines())} lines")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+            lines = node.end_lineno - node.lineno + 1
+            if unexplained(lines, MAX_CLASS_LINES, ast.get_docstring(node)):
+                long.append(f"class {node.name}: {lines} lines")
+    assert not long, f"{path.relative_to(ROOT)}: {long}"
+
+
+def test_the_slack_manifest_needs_no_sdk() -> None:
+    """``relbot slack-manifest`` imports ``adapters.slack.commands`` (and the packages around
+    it), and no chat SDK may come with it."""
+    graph = import_graph()
+    reached, todo = set(), ["adapters", "adapters.slack", "adapters.slack.commands"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += graph[module]
+    paths = shaped_modules()
+    sdks = [
+        (module, name)
+        for module in sorted(reached)
+        for name in imports(paths[module])
+        if within(name, CHAT_SDKS)
+    ]
+    assert not sdks, sdks

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.discord_app import DiscordPlatform
-from adapters.slack import COMMANDS as SLACK_COMMANDS
+from adapters.discord.platform import DiscordPlatform
+from adapters.slack.commands import COMMANDS as SLACK_COMMANDS
 from bot.config import DiscordConfig
 from bot.domain.commands import USAGE
 

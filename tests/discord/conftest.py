@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord.platform import DiscordPlatform
 from tests.conftest import World
 from tests.discord.mock_discord import MockDiscord
 

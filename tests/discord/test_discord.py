@@ -11,7 +11,8 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from adapters.discord_app import DiscordError, DiscordPlatform
+from adapters.discord.errors import DiscordError
+from adapters.discord.platform import DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
@@ -300,7 +301,7 @@ async def test_a_claim_made_on_slack_shows_in_the_discord_summary_and_back(
 ) -> None:
     # Imported here: Slack's adapter and its mock are another module's; if they break, this
     # test fails and the rest of the Discord suite still runs.
-    from adapters.slack import SlackPlatform
+    from adapters.slack.platform import SlackPlatform
     from tests.slack.conftest import release_workspace
 
     mock_slack = release_workspace()

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapters.discord_app import MAX_CONTENT, DiscordPlatform, reply_contents
+from adapters.discord.embeds import MAX_CONTENT, reply_contents
+from adapters.discord.platform import DiscordPlatform
 from bot.discourse import DiscourseClient
 from tests.discord.conftest import HUGO, DiscordWorld
 from tests.discord.mock_discord import EPHEMERAL, MockDiscord

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord.platform import DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.health import HealthServer
 from tests.discord.conftest import CHANNEL, GUILD, HUGO, NED, STEVE, TOKEN, TOKEN_ENV, DiscordWorld

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord.platform import DiscordPlatform
 from tests.discord.conftest import HOLDERS, HUGO, DiscordWorld
 from tests.discord.mock_discord import EPHEMERAL, MockDiscord
 

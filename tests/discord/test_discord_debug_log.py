@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord.platform import DiscordPlatform
 from tests.discord.conftest import HOLDERS, HUGO, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord.platform import DiscordPlatform
 from tests.discord.conftest import STRANGER
 from tests.discord.mock_discord import MockDiscord
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.discord_app import DiscordPlatform
+from adapters.discord.platform import DiscordPlatform
 from tests.discord.conftest import ALICE, HUGO, NED, STEVE, TOKEN, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
 

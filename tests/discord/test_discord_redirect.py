@@ -12,7 +12,8 @@ import pytest
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from adapters.discord_app import DISCORD_API, DiscordError, DiscordPlatform
+from adapters.discord.errors import DiscordError
+from adapters.discord.platform import DISCORD_API, DiscordPlatform
 from bot.config import DiscordConfig
 from tests.discord.conftest import GUILD, TOKEN, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
@@ -22,7 +23,7 @@ def test_importing_the_adapter_changes_nothing_in_discord_py() -> None:
     script = (
         "from discord.http import Route; from discord.gateway import DiscordWebSocket as W\n"
         "before = (Route.BASE, str(W.DEFAULT_GATEWAY))\n"
-        "import adapters.discord_app, bot.app, bot.cli\n"
+        "import adapters.discord.platform, bot.app, bot.cli\n"
         "assert (Route.BASE, str(W.DEFAULT_GATEWAY)) == before, before\n"
         "print(before[0])\n"
     )

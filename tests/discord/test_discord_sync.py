@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.discord_app import SYNC_STAMP, DiscordPlatform
+from adapters.discord.commands import SYNC_STAMP
+from adapters.discord.platform import DiscordPlatform
 from tests.discord.conftest import TOKEN, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
 

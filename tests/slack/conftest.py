@@ -17,7 +17,8 @@ import aiohttp
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from adapters.slack import PUBLISH_ACTION, SlackPlatform
+from adapters.slack.blocks import PUBLISH_ACTION
+from adapters.slack.platform import SlackPlatform
 from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.ports import Chat

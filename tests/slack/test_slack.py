@@ -13,14 +13,10 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import (
-    COMMANDS,
-    MAX_BLOCKS,
-    MAX_SECTION,
-    PUBLISH_ACTION,
-    SeenDeliveries,
-    SlackPlatform,
-)
+from adapters.slack.blocks import MAX_BLOCKS, MAX_SECTION, PUBLISH_ACTION
+from adapters.slack.commands import COMMANDS
+from adapters.slack.listeners import SeenDeliveries
+from adapters.slack.platform import SlackPlatform
 from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag

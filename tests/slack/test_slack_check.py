@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from adapters.platform import FanoutChat
-from adapters.slack import SlackPlatform
+from adapters.slack.platform import SlackPlatform
 from bot.health import HealthServer
 from tests.slack.conftest import (
     BOT_TOKEN,

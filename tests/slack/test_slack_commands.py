@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack import COMMANDS, SlackPlatform
-from adapters.slack_commands import Renamer, command_names, manifest
+from adapters.slack.commands import COMMANDS, Renamer, command_names, manifest
+from adapters.slack.platform import SlackPlatform
 from bot.config import load_config
 from bot.domain.commands import USAGE
 from bot.errors import ConfigError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.slack import channel_payload
+from adapters.slack.blocks import channel_payload
 from bot.messages import ChannelKind, ChannelMessage
 from tests.slack.conftest import ALICE, HUGO, STEVE, Workspace
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import LOGIN_INPUT, LOGIN_VIEW, SlackPlatform
+from adapters.slack.blocks import LOGIN_INPUT, LOGIN_VIEW
+from adapters.slack.platform import SlackPlatform
 from bot.domain.history import EventKind
 from tests.signing_fixtures import RM, SIGNED_WITH_INSTANCE, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance

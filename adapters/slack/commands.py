@@ -103,6 +103,11 @@ def slack_name(verb: str, prefix: str = "") -> str:
     return prefix + verb
 
 
+# Slash command → the verb the gate understands, without a command prefix (Slack reserves
+# /help: it is /relbot-help).
+COMMANDS: dict[str, str] = command_names()
+
+
 class Renamer:
     """Says relbot's commands by their Slack names in a text (``/publish 3.14.1`` →
     ``/rb-publish 3.14.1``), and nothing else: a path (``docs/ready``) or a longer word

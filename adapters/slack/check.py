@@ -1,0 +1,122 @@
+"""``relbot check`` on Slack: whether the tokens, the channel, the scopes and the people's IDs
+would work on release day, each problem a sentence with its fix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from adapters.slack.channel import error_code, operator_fix
+
+
+class WorkspaceCheck:
+    """What :meth:`SlackPlatform.check` asks Slack, with a blocking client (``relbot check``
+    runs it in a thread)."""
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        api_url: str,
+        channel: str,
+        mode: Literal["socket", "http"],
+        app_token: str | None,
+        people: Mapping[str, str],
+    ) -> None:
+        self.mode = mode
+        self._bot_token = bot_token
+        self._api_url = api_url
+        self._channel = channel
+        self._app_token = app_token
+        self._people = dict(people)  # person → Slack user ID
+
+    def problems(self) -> list[str]:
+        """Each problem found, a sentence with its fix; none when all would work."""
+        client = WebClient(token=self._bot_token, base_url=self._api_url)
+        try:
+            try:
+                answer = client.auth_test()
+            except SlackApiError as err:  # nothing else can be checked with this token
+                return [
+                    f"slack.bot_token_env: Slack refused the bot token ({error_code(err)}); "
+                    "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions "
+                    "page."
+                ]
+            return (
+                self._check_scopes(answer.headers or {})
+                + self._check_app_token(client)
+                + self._check_channel(client)
+                + self._check_people(client)
+            )
+        except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
+            return [f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."]
+
+    def _check_scopes(self, headers: Mapping[str, Any]) -> list[str]:
+        """The scopes posting needs; Slack lists the token's in a header of every answer."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        if "x-oauth-scopes" not in lowered:
+            return []
+        scopes = {s.strip() for s in str(lowered["x-oauth-scopes"]).split(",")}
+        return [
+            str(operator_fix("missing_scope", self._channel, scope))
+            for scope in ("commands", "chat:write")
+            if scope not in scopes
+        ]
+
+    def _check_app_token(self, client: WebClient) -> list[str]:
+        if self.mode != "socket":
+            return []
+        try:
+            client.apps_connections_open(app_token=self._app_token or "")
+        except SlackApiError as err:
+            return [
+                f"slack.app_token_env: Slack refused the app token ({error_code(err)}); "
+                "create an app-level token with connections:write under Basic Information "
+                "and enable Socket Mode."
+            ]
+        return []
+
+    def _check_channel(self, client: WebClient) -> list[str]:
+        """The channel exists, is not archived, and the bot is in it (so it may post)."""
+        try:
+            answer = client.conversations_info(channel=self._channel)
+        except SlackApiError as err:
+            fix = operator_fix(error_code(err), self._channel, err.response.get("needed"))
+            return [fix or f"slack.channel: Slack answered {error_code(err)} for the channel."]
+        channel = answer.get("channel") or {}
+        name = f"#{channel.get('name')} ({self._channel})" if channel.get("name") else self._channel
+        if channel.get("is_archived"):
+            return [str(operator_fix("is_archived", name))]
+        if not channel.get("is_member"):
+            return [str(operator_fix("not_in_channel", name))]
+        return []
+
+    def _check_people(self, client: WebClient) -> list[str]:
+        """Each configured person's ID is an active user of this workspace (a name such as
+        "hugo" or an ID from another workspace would never be mentioned)."""
+        problems: list[str] = []
+        for person, user in self._people.items():
+            key = f"people.{person}.slack"
+            try:
+                found = client.users_info(user=user).get("user") or {}
+            except SlackApiError as err:
+                code = error_code(err)
+                if code in ("user_not_found", "users_not_found"):
+                    problems.append(
+                        f"{key}: Slack has no user {user} in this workspace; copy the member "
+                        "ID from their profile (⋮, Copy member ID)."
+                    )
+                    continue
+                fix = operator_fix(code, self._channel, err.response.get("needed"))
+                problems.append(fix or f"{key}: Slack answered {code} for user {user}.")
+                if fix is not None:  # the same for every person: said once
+                    break
+                continue
+            if found.get("deleted"):
+                problems.append(f"{key}: Slack user {user} is deactivated; remove or replace it.")
+        return problems
+
+    # -- requests ----------------------------------------------------------------------------
