@@ -12,9 +12,9 @@ from typing import TextIO
 
 from bot.domain.commands import CODE_RE
 from bot.errors import ConfigError
-from bot.gate import Gate
-from bot.messages import ChannelMessage
+from bot.ports.messages import ChannelMessage
 from bot.scheduler import Poller
+from bot.service.gate import Gate
 
 CHANNEL_PREFIX = "[#release] "
 UPDATED = "(updated) "

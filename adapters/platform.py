@@ -11,9 +11,9 @@ from typing import Protocol, runtime_checkable
 
 from bot.channel_health import ChannelHealth
 from bot.errors import RelbotError
-from bot.gate import Gate
-from bot.messages import ChannelMessage
 from bot.ports import Chat
+from bot.ports.messages import ChannelMessage
+from bot.service.gate import Gate
 
 log = logging.getLogger(__name__)
 

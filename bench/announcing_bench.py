@@ -26,13 +26,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.discourse import DiscourseClient
 from bot.domain.announcement import Announcement
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.downloads_check import DownloadsCheck
-from bot.release_page import ReleasePageClient, v2_url
+from bot.pydotorg.discourse import DiscourseClient
+from bot.pydotorg.downloads import DownloadsCheck
+from bot.pydotorg.release_page import ReleasePageClient, v2_url
 from tests.doubles.discourse import DiscourseDouble
 from tests.doubles.downloads import PublicSite
 from tests.doubles.pydotorg import PydotorgDouble

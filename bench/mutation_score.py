@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 MUTMUT = Path(sys.executable).with_name("mutmut")
-PACKAGES = ("bot.domain", "bot.storage", "bot.handlers")  # else the module itself
+PACKAGES = ("bot.domain", "bot.storage", "bot.service.handlers")  # else the module itself
 LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+)$")
 
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.board_http import BoardRoutes
 from bot.domain.tags import ReleaseTag
-from bot.health import HealthServer
-from bot.state import StateStore
+from bot.journal.store import StateStore
+from bot.web.board_routes import BoardRoutes
+from bot.web.health import HealthServer
 from tests.conftest import World  # the test team, reused as the bench team
 
 TAG = "3.14.1"

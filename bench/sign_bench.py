@@ -31,18 +31,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sigstore.models import ClientTrustConfig
 from sigstore.oidc import IdentityToken
 
-from bot.connections import Connections
 from bot.domain.history import ReleaseState
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.login import Handover, Logins
-from bot.pipeline import BOT, Run
+from bot.journal.store import StateStore
 from bot.ports import Storage
-from bot.sign_step import Sign
-from bot.signatures import SigstoreVerifier
-from bot.signing import sign_release
-from bot.state import StateStore
+from bot.service.connections import Connections
+from bot.service.pipeline.sign import Sign
+from bot.service.pipeline.steps import BOT, Run
+from bot.signing.login import Handover, Logins
+from bot.signing.signer import sign_release
+from bot.signing.verifier import SigstoreVerifier
 from bot.storage.local import LocalStorage
 from tests.sigstore_instance import SigstoreInstance
 from tests.sshd import SshServer

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.state import StateStore
+from bot.journal.store import StateStore
 
 
 def fill(path: Path, releases: int, events: int) -> int:

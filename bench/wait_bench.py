@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 
 from bench.refusal_bench import timed  # median and p95 of repeated calls
-from bot.board_http import BoardRoutes
 from bot.domain.tags import ReleaseTag
-from bot.health import HealthServer
-from bot.wait_sources import BoardSource, StateFileSource
-from bot.waiting import Until
+from bot.wait.judge import Until
+from bot.wait.sources import BoardSource, StateFileSource
+from bot.web.board_routes import BoardRoutes
+from bot.web.health import HealthServer
 from tests.conftest import World  # the test team, reused as the bench team
 from tests.sshd import free_port
 

@@ -18,7 +18,7 @@ from adapters.platform import FanoutChat
 from adapters.platform import Platform as Platform
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
-from bot.gate import Gate, new_code
+from bot.journal.store import StateStore
 from bot.ports import (
     Chat,
     Forum,
@@ -29,7 +29,7 @@ from bot.ports import (
     SignatureVerifier,
     Storage,
 )
-from bot.state import StateStore
+from bot.service.gate import Gate, new_code
 from bot.storage.local import LocalStorage
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def build_registry(config: Config) -> Registry | None:
     settings = config.model.pydotorg
     if settings.kind == "none":
         return None
-    from bot.registry import PydotorgRegistry
+    from bot.pydotorg.registry import PydotorgRegistry
 
     auth = config.secret("pydotorg.auth_env", settings.auth_env)
     return PydotorgRegistry(settings.url, auth, config.profile, auth_source=settings.auth_env)
@@ -80,7 +80,7 @@ def build_purger(config: Config) -> Purger | None:
     settings = config.model.cdn
     if settings is None:
         return None
-    from bot.cdn import CdnPurger
+    from bot.pydotorg.cdn import CdnPurger
 
     if settings.purge is None:
         return CdnPurger.from_profile(config.profile)
@@ -92,7 +92,7 @@ def build_downloads(config: Config) -> PublicDownloads | None:
     settings = config.model.downloads
     if settings is None:
         return None
-    from bot.downloads_check import DownloadsCheck
+    from bot.pydotorg.downloads import DownloadsCheck
 
     return DownloadsCheck(settings.url)
 
@@ -103,7 +103,7 @@ def build_release_page(config: Config) -> ReleasePage | None:
     settings = config.model.pydotorg
     if not settings.release_page:
         return None
-    from bot.release_page import ReleasePageClient, v2_url
+    from bot.pydotorg.release_page import ReleasePageClient, v2_url
 
     token = config.secret("pydotorg.token_env", settings.token_env)
     return ReleasePageClient(
@@ -117,7 +117,7 @@ def build_forum(config: Config) -> Forum | None:
     settings = config.model.discourse
     if settings is None:
         return None
-    from bot.discourse import DiscourseClient
+    from bot.pydotorg.discourse import DiscourseClient
 
     key = config.secret("discourse.api_key_env", settings.api_key_env)
     return DiscourseClient(
@@ -132,7 +132,7 @@ def build_forum(config: Config) -> Forum | None:
 
 def build_verifier(config: Config) -> SignatureVerifier:
     """Sigstore verification with the trusted root and signers of the config and profile."""
-    from bot.signatures import SigstoreVerifier  # sigstore is heavy: loaded when used
+    from bot.signing.verifier import SigstoreVerifier  # sigstore is heavy: loaded when used
 
     return SigstoreVerifier(trusted_root=trusted_root_setting(config), signers=signers(config))
 

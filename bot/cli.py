@@ -28,11 +28,11 @@ from bot.demo import BUILT_IN, DEMO_TAG, demo_state, make_demo_folders, reset_de
 from bot.domain.signing import opt_out_warning
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StagingUnreachable
+from bot.journal.store import OwnerLock, StateStore
 from bot.logs import setup_logging
-from bot.messages import ChannelMessage
-from bot.render import audit_line
+from bot.ports.messages import ChannelMessage
+from bot.service.render import audit_line
 from bot.serving import board_port, refresh_release_cycle, run_console, run_platforms
-from bot.state import OwnerLock, StateStore
 from bot.storage.lock import Holder, LateLease, StorageLease
 from bot.storage.overlap import lock_unless_overlapping, refuse_overlap_on_server
 
@@ -316,7 +316,7 @@ def _audit(config: Config, args: argparse.Namespace) -> int:
 
 def _sign(config: Config, args: argparse.Namespace) -> int:
     """Sign what ``tag`` still lacks, with one login; exit 1 if anything stays unsigned."""
-    from bot.signing import run_sign  # sigstore is heavy: loaded when used
+    from bot.signing.signer import run_sign  # sigstore is heavy: loaded when used
 
     outcome = run_sign(config, ReleaseTag.parse(args.tag), oob=args.oob)
     print(outcome.report())
@@ -377,7 +377,7 @@ def _slack_manifest(config: Config, args: argparse.Namespace) -> int:
 
 def _probe_health(config: Config, args: argparse.Namespace) -> int:
     """The container's HEALTHCHECK: ask the running bot on the configured host and port."""
-    from bot.healthcheck import probe
+    from bot.web.healthcheck import probe
 
     healthy, line = probe(config)
     print(f"relbot health: {line}", file=sys.stdout if healthy else sys.stderr)
@@ -419,8 +419,8 @@ def _seconds(text: str, least: float = 0.0) -> float:
 def _wait(config: Config, args: argparse.Namespace) -> int:
     """Block until the release reaches ``--until``; print its board JSON and exit 0, or say
     in one sentence why not: 3 timeout, 4 held, 5 aborted (docs/commands.md)."""
-    from bot.wait_sources import source_for
-    from bot.waiting import Outcome, Until, wait
+    from bot.wait.judge import Outcome, Until, wait
+    from bot.wait.sources import source_for
 
     tag, until = ReleaseTag.parse(args.tag), Until(args.until)
 

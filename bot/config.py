@@ -30,14 +30,14 @@ from bot.domain.signing import signatures_required
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import is_safe, not_utf8, shown
 from bot.errors import ConfigError
+from bot.pydotorg.release_cycle import CACHE_NAME, DEFAULT_URL, CycleCopy, is_url, local_copy
 from bot.regular_files import UnreadableFile, read_regular_file
-from bot.release_cycle import CACHE_NAME, DEFAULT_URL, CycleCopy, is_url, local_copy
 from bot.storage.overlap import folders_overlap, overlap_message
 
 DEFAULT_CONFIG_NAME = "relbot.toml"
 MAX_CONFIG_BYTES = 1 << 20  # a real config is a few kB
 MAX_SECONDS = 86_400  # poll_interval, confirm_timeout: a day at most
-BOT_ACTOR = "relbot"  # bot.pipeline.BOT, the actor of the events the bot causes: no person
+BOT_ACTOR = "relbot"  # bot.service.pipeline.steps.BOT: the actor of the bot's own events
 _BRANCH_RE = re.compile(r"\d+\.\d+")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # Slack's IDs: U or W for a user, C or G for a channel, then capitals and digits.

@@ -17,9 +17,9 @@ from bot.config import Config
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
-from bot.release_cycle import CACHE_NAME  # the copy of the release cycle last read
-from bot.render import when
-from bot.state import OwnerLock, StateStore
+from bot.journal.store import OwnerLock, StateStore
+from bot.pydotorg.release_cycle import CACHE_NAME  # the copy of the release cycle last read
+from bot.service.render import when
 
 DEMO_TAG = ReleaseTag.parse("3.14.1")
 BUILT_IN = "built-in default"  # Config.origin when no config file is used

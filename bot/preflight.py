@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bot.config import Config
 from bot.errors import ConfigError, RelbotError
-from bot.state import state_problems
+from bot.journal.store import state_problems
 
 # Where an operator puts a secret, for the fix of a missing one.
 _EXPORT = "export it (systemd: EnvironmentFile=; Docker: --env-file)"

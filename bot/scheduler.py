@@ -9,7 +9,7 @@ import logging
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.gate import Gate
+from bot.service.gate import Gate
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from bot import __version__, release_cycle
+from bot import __version__
 from bot.app import (
     build_console,
     build_gate,
@@ -25,12 +25,13 @@ from bot.app import (
 from bot.config import Config
 from bot.demo import BUILT_IN, DEMO_TAG, published_note, stage_demo
 from bot.errors import RelbotError
-from bot.state import StateStore
+from bot.journal.store import StateStore
+from bot.pydotorg import release_cycle
 from bot.storage.lock import StorageLease
 
 if TYPE_CHECKING:
     from bot.app import Platform
-    from bot.gate import Gate
+    from bot.service.gate import Gate
 
 log = logging.getLogger("relbot")
 
@@ -103,8 +104,8 @@ async def _health(config: Config, gate: Gate, board: int | None) -> AsyncIterato
     if health is None and board is None:
         yield None
         return
-    from bot.board_http import BoardRoutes
-    from bot.health import HealthServer
+    from bot.web.board_routes import BoardRoutes
+    from bot.web.health import HealthServer
 
     host = health.host if health is not None else "127.0.0.1"
     port = board if board is not None else health.port if health is not None else 0

@@ -16,11 +16,11 @@ from bot.app import build_verifier
 from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.gate import Gate
+from bot.journal.store import StateStore
 from bot.logs import setup_logging
-from bot.messages import ChannelKind, ChannelMessage, Reply
 from bot.ports import Chat
-from bot.state import StateStore
+from bot.ports.messages import ChannelKind, ChannelMessage, Reply
+from bot.service.gate import Gate
 from bot.storage.local import LocalStorage
 from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 

@@ -17,17 +17,17 @@ CHAT_SDKS = ("discord", "slack_bolt", "slack_sdk", "aiohttp")
 IO_LIBRARIES = ("httpx", "paramiko", "sigstore", "sqlite3", "socket", "requests")
 # The concrete I/O implementations: storage backends, state, python.org, CDN, Sigstore.
 CONCRETE = (
-    "bot.state",
+    "bot.journal.store",
     "bot.storage.local",
     "bot.storage.sftp",
-    "bot.registry",
-    "bot.cdn",
+    "bot.pydotorg.registry",
+    "bot.pydotorg.cdn",
     "bot.http_client",
-    "bot.signatures",
-    "bot.signing",
-    "bot.downloads_check",
-    "bot.release_page",
-    "bot.discourse",
+    "bot.signing.verifier",
+    "bot.signing.signer",
+    "bot.pydotorg.downloads",
+    "bot.pydotorg.release_page",
+    "bot.pydotorg.discourse",
 )
 
 
@@ -49,7 +49,7 @@ def modules(folder: str) -> list[Path]:
 
 
 def test_the_checks_see_the_code() -> None:
-    gate = ROOT / "bot" / "gate.py"
+    gate = ROOT / "bot" / "service" / "gate.py"
     assert "bot.ports" in set(imports(gate))  # a walker that found nothing would pass below
     assert len(modules("bot/domain")) > 10
 
@@ -67,18 +67,18 @@ def test_the_domain_does_no_io(path: Path) -> None:
 
 # The service layer: the gate and the collaborators it is made of.
 SERVICE_LAYER = [
-    ROOT / "bot" / name
+    ROOT / "bot" / "service" / name
     for name in (
         "gate.py",
         "services.py",
         "observer.py",
-        "pipeline.py",
+        "pipeline/steps.py",
         "reporter.py",
         "connections.py",
         "refusals.py",
-        "announcing.py",
+        "pipeline/announcing.py",
     )
-] + modules("bot/handlers")
+] + modules("bot/service/handlers")
 
 
 @pytest.mark.parametrize("path", SERVICE_LAYER, ids=lambda p: str(p.relative_to(ROOT)))

@@ -16,14 +16,14 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.board_http import BoardRoutes
 from bot.domain.files import Listing
 from bot.domain.tags import ReleaseTag
-from bot.health import HealthServer
 from bot.http_client import RetryPolicy
-from bot.pipeline import PIPELINE
-from bot.registry import PydotorgRegistry
+from bot.pydotorg.registry import PydotorgRegistry
+from bot.service.pipeline.steps import PIPELINE
 from bot.storage.local import LocalStorage
+from bot.web.board_routes import BoardRoutes
+from bot.web.health import HealthServer
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 

@@ -9,9 +9,9 @@ import json
 import re
 from pathlib import Path
 
-from bot.board import NoteView, ReleaseView, release_view
-from bot.board_html import ago, release_body
 from bot.domain.tags import ReleaseTag
+from bot.web.board import NoteView, ReleaseView, release_view
+from bot.web.board_html import ago, release_body
 from tests.conftest import World
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "board.md"

@@ -607,6 +607,6 @@ def test_cdn_purge_urls_follow_the_url_rule(tmp_path: Path) -> None:
 
 def test_the_name_no_person_may_have_is_the_bots_own_actor() -> None:
     from bot.config import BOT_ACTOR
-    from bot.pipeline import BOT
+    from bot.service.pipeline.steps import BOT
 
     assert BOT_ACTOR == BOT

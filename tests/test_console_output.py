@@ -7,9 +7,9 @@ import asyncio
 import io
 
 from adapters.console import Console, ConsoleChat
-from bot.gate import Gate
-from bot.messages import ChannelKind, ChannelMessage
+from bot.ports.messages import ChannelKind, ChannelMessage
 from bot.scheduler import Poller
+from bot.service.gate import Gate
 from tests.conftest import World
 
 SUMMARY = [

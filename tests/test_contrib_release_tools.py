@@ -8,7 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from bot.waiting import Outcome
+from bot.wait.judge import Outcome
 
 CONTRIB = Path(__file__).resolve().parents[1] / "contrib" / "release-tools"
 PATCH = CONTRIB / "relbot-mode.patch"

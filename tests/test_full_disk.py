@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.domain.history import EventKind
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from tests.conftest import World
 
 

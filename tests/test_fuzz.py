@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from adapters.console import Console, ConsoleChat
-from bot.board import release_view
-from bot.board_html import release_body
 from bot.cli import main
 from bot.config import load_config
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
-from bot.gate import Gate
 from bot.scheduler import Poller
+from bot.service.gate import Gate
+from bot.web.board import release_view
+from bot.web.board_html import release_body
 from tests.conftest import World
 from tests.hostile_files import deep_tree_for
 from tests.pinned import RELEASE_CYCLE

@@ -11,8 +11,8 @@ import pytest
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable
-from bot.gate import PIPELINE
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
+from bot.service.gate import PIPELINE
 from bot.storage.local import LocalStorage
 from tests.conftest import World
 

@@ -12,7 +12,7 @@ import pytest
 
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
-from bot.registry import PydotorgRegistry
+from bot.pydotorg.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 from tests.test_gate_signatures import ARTIFACT, BUNDLE, DATA, sign_all, signed_world

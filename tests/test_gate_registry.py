@@ -12,9 +12,9 @@ from bot.demo import stage_demo
 from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.http_client import RetryPolicy
-from bot.messages import ChannelKind
-from bot.pipeline import PIPELINE
-from bot.registry import PydotorgRegistry
+from bot.ports.messages import ChannelKind
+from bot.pydotorg.registry import PydotorgRegistry
+from bot.service.pipeline.steps import PIPELINE
 from tests.conftest import World
 from tests.console_driver import publish_through_console
 from tests.doubles.pydotorg import PydotorgDouble

@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from tests.conftest import World
 from tests.console_driver import publish_through_console
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.board_http import BoardRoutes
-from bot.health import HealthServer
-from bot.http_guard import ConnectionGuard, OncePerKind, connection_limit
+from bot.web.board_routes import BoardRoutes
+from bot.web.guard import ConnectionGuard, OncePerKind, connection_limit
+from bot.web.health import HealthServer
 from tests.conftest import World
 from tests.sshd import free_port
 from tests.waiting import Drained, wait_until
@@ -277,7 +277,7 @@ async def test_a_slow_client_that_never_reads_its_answer_is_cut(
 async def test_a_request_not_answered_in_time_is_cut() -> None:
     from aiohttp import web
 
-    from bot.http_guard import GuardedSite
+    from bot.web.guard import GuardedSite
 
     guard = ConnectionGuard(busy=0.3)
     app = web.Application(middlewares=[guard.middleware])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.healthcheck import probe_url
+from bot.web.healthcheck import probe_url
 from tests.sshd import free_port
 
 RELBOT = Path(sys.executable).with_name("relbot")

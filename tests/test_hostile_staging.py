@@ -22,16 +22,16 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.board_http import BoardRoutes
 from bot.demo import stage_demo
 from bot.domain.files import StagedFile
 from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.health import HealthServer
-from bot.messages import ChannelKind
-from bot.render import audit_line
+from bot.ports.messages import ChannelKind
+from bot.service.render import audit_line
 from bot.storage.local import LocalStorage
+from bot.web.board_routes import BoardRoutes
+from bot.web.health import HealthServer
 from tests.conftest import TEAM_TOML, World
 from tests.console_driver import RELBOT
 from tests.hostile_files import deep_tree_for

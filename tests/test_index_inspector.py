@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.index_publishing import IndexInspector, sha256
+from bot.service.windows_index import IndexInspector, sha256
 from bot.storage.local import LocalStorage
 from tests.windows_index_data import LIVE_VERSIONS, index_bytes, manifest_bytes, stage_windows_index
 

@@ -11,8 +11,8 @@ import pytest
 
 from bot.domain.history import EventKind
 from bot.http_client import RetryPolicy
-from bot.messages import ChannelKind
-from bot.registry import PydotorgRegistry
+from bot.ports.messages import ChannelKind
+from bot.pydotorg.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 from adapters.console import ConsoleChat
-from bot.messages import ChannelKind, ChannelMessage
+from bot.ports.messages import ChannelKind, ChannelMessage
 from tests.conftest import RecordingChat, World
 
 

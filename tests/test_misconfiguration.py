@@ -24,8 +24,8 @@ from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, TagError
-from bot.render import audit_line, help_text
-from bot.state import StateStore
+from bot.journal.store import StateStore
+from bot.service.render import audit_line, help_text
 from tests.conftest import World
 
 TIMEOUT = 60

@@ -15,7 +15,7 @@ import pytest
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
-from bot.state import MIGRATIONS, SCHEMA_VERSION, StateStore
+from bot.journal.store import MIGRATIONS, SCHEMA_VERSION, StateStore
 from tests.waiting import wait_until
 
 RELBOT = Path(sys.executable).with_name("relbot")

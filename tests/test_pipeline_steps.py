@@ -8,15 +8,16 @@ from typing import Any
 
 import pytest
 
-from bot import index_publishing, sign_step
-from bot.connections import Connections
 from bot.domain.history import EventKind
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
 from bot.metrics import Metrics
-from bot.pipeline import BOT, PIPELINE, Pipeline, announcement, who
-from bot.reporter import Reporter
+from bot.ports.messages import ChannelKind
+from bot.service import windows_index
+from bot.service.connections import Connections
+from bot.service.pipeline import sign
+from bot.service.pipeline.steps import BOT, PIPELINE, Pipeline, announcement, who
+from bot.service.reporter import Reporter
 from bot.team import Team
 from tests.conftest import World
 
@@ -42,7 +43,7 @@ def test_every_step_a_publish_can_journal_has_its_object(tmp_path: Path) -> None
     ).steps
     index = PlanFile("windows.json", "windows.json", "windows", 10, "a" * 64, replaces="absent")
 
-    names = index_publishing.pipeline_for(plan(index), PIPELINE)
+    names = windows_index.pipeline_for(plan(index), PIPELINE)
 
     assert names == (
         "freeze",
@@ -56,7 +57,7 @@ def test_every_step_a_publish_can_journal_has_its_object(tmp_path: Path) -> None
         "announce",
         "tidy",
     )
-    assert {*names, sign_step.NAME} == set(steps)  # sign: when confirmed with a login
+    assert {*names, sign.NAME} == set(steps)  # sign: when confirmed with a login
     assert all(steps[name].name == name for name in names)
 
 

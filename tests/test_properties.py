@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.domain.tags import ReleaseTag
-from bot.messages import Reply
+from bot.ports.messages import Reply
 from tests.conftest import World
 
 TAGS = ["3.14.1", "3.14.0rc1", "3.13.2", "3.14", "3.14.1\u200b", "../3.14.1", "3.15.0a1"]

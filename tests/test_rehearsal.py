@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from bot.pipeline import PIPELINE
+from bot.service.pipeline.steps import PIPELINE
 from tests.console_driver import publish_through_console
 
 RELBOT = Path(sys.executable).with_name("relbot")

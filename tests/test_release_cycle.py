@@ -17,7 +17,7 @@ import pytest
 from bot.config import load_config
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
-from bot.release_cycle import local_copy, refresh, shipped_copy
+from bot.pydotorg.release_cycle import local_copy, refresh, shipped_copy
 from tests.pinned import RELEASE_CYCLE
 
 RELBOT = Path(sys.executable).with_name("relbot")

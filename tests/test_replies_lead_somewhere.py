@@ -4,7 +4,7 @@ wrong, and a headline that names what blocks when every role is ready."""
 from __future__ import annotations
 
 from bot.domain.history import EventKind
-from bot.render import when
+from bot.service.render import when
 from tests.conftest import World
 
 

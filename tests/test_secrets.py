@@ -127,7 +127,7 @@ def run_until_it_fails(folder: Path, log_format: str) -> tuple[str, str]:
 
 
 def test_the_audit_trail_keeps_no_code_nor_anything_typed_after_it() -> None:
-    from bot.gate import _redact  # what a refused command is recorded as
+    from bot.service.gate import _redact  # what a refused command is recorded as
 
     assert _redact("/publish 3.14.1 confirm K7Q2XF3M") == "/publish 3.14.1 confirm <code>"
     assert _redact("/publish 3.14.1 CONFIRM K7Q2XF3M 4/0AfJohX") == (

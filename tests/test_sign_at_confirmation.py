@@ -20,8 +20,8 @@ from sigstore.models import Bundle
 
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind, ConfirmPrompt
-from bot.signing import sidecar_contents
+from bot.ports.messages import ChannelKind, ConfirmPrompt
+from bot.signing.signer import sidecar_contents
 from tests.conftest import World
 from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
@@ -157,7 +157,7 @@ async def test_the_verifier_is_never_journaled_logged_or_shown(
 async def test_a_wrong_identity_is_refused_before_anything_moves_and_the_code_stays_valid(
     tmp_path: Path, as_rm: SigstoreInstance, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.gate")
+    caplog.set_level(logging.INFO, logger="bot.service.gate")
     world = instance_world(tmp_path, as_rm)
     prompt = await planned(world)
     staged = world.staged_files(TAG)

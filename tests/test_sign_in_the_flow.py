@@ -14,8 +14,8 @@ import pytest
 from bot.cli import main
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
-from bot.signatures import SigstoreVerifier
+from bot.ports.messages import ChannelKind
+from bot.signing.verifier import SigstoreVerifier
 from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
 

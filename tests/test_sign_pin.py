@@ -1,5 +1,5 @@
 """The signer's dependencies, honestly declared: sigstore is pinned to the exact version whose
-private error classes bot/signing.py catches (an upgrade fails here until someone checks them
+private error classes bot/signing/signer.py catches (an upgrade fails here until someone checks them
 again), and every distribution that bot/ and adapters/ import is a declared dependency."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from bot.signing import SIGSTORE_VERSION
+from bot.signing.signer import SIGSTORE_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,7 +32,8 @@ def test_sigstore_is_pinned_to_the_version_its_private_imports_were_checked_agai
     assert importlib.metadata.version("sigstore") == SIGSTORE_VERSION, (
         "sigstore was upgraded: check that sigstore._internal.fulcio.client.ExpiredCertificate, "
         "FulcioClientError and sigstore._internal.rekor.RekorClientError still are what its "
-        "signer raises, then bump SIGSTORE_VERSION in bot/signing.py and the pin in pyproject.toml."
+        "signer raises, then bump SIGSTORE_VERSION in bot/signing/signer.py and the pin in "
+        "pyproject.toml."
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from tests.conftest import World
 from tests.test_full_disk import fill
 

@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bot.state
+import bot.journal.store
 from bot.domain.files import SnapshotFile
 from bot.domain.history import EventKind, ReleaseState, fold, plan_to_json
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.release_locks import ReleaseLocks
-from bot.state import StateStore
+from bot.journal.store import StateStore
+from bot.service.release_locks import ReleaseLocks
 from tests.conftest import World
 from tests.test_gate_signatures import ARTIFACT, sign_all, signed_world
 
@@ -338,13 +338,13 @@ def test_a_read_decodes_only_the_events_appended_since_the_last_one(
 
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     decoded: list[str] = []
-    event: Callable[..., Any] = bot.state._event
+    event: Callable[..., Any] = bot.journal.store._event
 
     def counted(row: tuple[int, float, str, str, str, str]) -> Any:
         decoded.append(row[4])
         return event(row)
 
-    monkeypatch.setattr(bot.state, "_event", counted)
+    monkeypatch.setattr(bot.journal.store, "_event", counted)
     return decoded
 
 
@@ -364,7 +364,7 @@ def test_a_read_sees_what_another_process_appended(tmp_path: Path) -> None:
     store.append(TAG, "ned", EventKind.HELD, reason="notarization")
     assert list(store.release(TAG).holds) == ["ned"]  # cached now
     script = (
-        "import sys; from pathlib import Path; from bot.state import StateStore; "
+        "import sys; from pathlib import Path; from bot.journal.store import StateStore; "
         "from bot.domain.history import EventKind; from bot.domain.tags import ReleaseTag; "
         "s = StateStore(Path(sys.argv[1])); "
         "s.append(ReleaseTag.parse('3.14.1'), 'hugo', EventKind.UNHELD, holder='ned')"

@@ -14,11 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.board_http import BoardRoutes
 from bot.demo import stage_demo
 from bot.domain.commands import Hold, Waive, parse_command
 from bot.domain.profile import load_profile
-from bot.health import HealthServer
+from bot.web.board_routes import BoardRoutes
+from bot.web.health import HealthServer
 from tests.conftest import World
 from tests.pinned import RELEASE_CYCLE_LINE
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from bot.board import release_view
 from bot.domain.files import Listing
 from bot.domain.tags import ReleaseTag
 from bot.errors import StateFileError
-from bot.log_reader import LogReader
+from bot.journal.reader import LogReader
 from bot.storage.local import LocalStorage
-from bot.wait_sources import StateFileSource
-from bot.waiting import LookFailed, Outcome, Release, Until, judge, wait
+from bot.wait.judge import LookFailed, Outcome, Release, Until, judge, wait
+from bot.wait.sources import StateFileSource
+from bot.web.board import release_view
 from tests.conftest import World
 
 TAG = "3.14.1"

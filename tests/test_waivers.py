@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
-from bot.render import audit_line
+from bot.ports.messages import ChannelKind
+from bot.service.render import audit_line
 from tests.conftest import World
 
 TAG = "3.14.1"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cdn import CdnPurger
 from bot.http_client import RetryPolicy
-from bot.registry import PydotorgRegistry
+from bot.pydotorg.cdn import CdnPurger
+from bot.pydotorg.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
 from tests.windows_index_data import LIVE_VERSIONS, index_bytes, stage_windows_index

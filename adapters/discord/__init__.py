@@ -3,7 +3,7 @@ server, replies to whoever typed them, and the release channel, where each relea
 is an embed edited in place and notices and announcements are plain messages.
 
 The adapter only translates: an interaction becomes ``(Discord user ID, command line)`` for
-:meth:`bot.gate.Gate.handle`, and the gate's reply is rendered back. Who may do what is the
+:meth:`bot.service.gate.Gate.handle`, and the gate's reply is rendered back. Who may do what is the
 gate's business, so no command carries ``default_permissions``.
 
 - :mod:`~adapters.discord.platform`: ``DiscordPlatform``, discord.py wired up, started and

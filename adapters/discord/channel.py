@@ -11,7 +11,7 @@ import discord
 from adapters.discord.embeds import channel_payload
 from adapters.discord.errors import DiscordError
 from adapters.platform import ChannelRefused
-from bot.messages import ChannelMessage
+from bot.ports.messages import ChannelMessage
 
 
 class DiscordChat:

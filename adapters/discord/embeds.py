@@ -13,8 +13,8 @@ from typing import Any
 import discord
 
 from bot.domain.readiness import Readiness
-from bot.messages import ChannelKind, ChannelMessage
-from bot.render import role_line
+from bot.ports.messages import ChannelKind, ChannelMessage
+from bot.service.render import role_line
 
 MAX_CONTENT = 2000  # Discord's limits on a message and on embed parts
 MAX_TITLE = 256

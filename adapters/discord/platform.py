@@ -29,8 +29,8 @@ from adapters.discord.errors import DiscordError, DiscordUnreachable
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config, DiscordConfig
 from bot.errors import ConfigError, RelbotError, StorageError
-from bot.gate import Gate
-from bot.messages import Reply, Tone
+from bot.ports.messages import Reply, Tone
+from bot.service.gate import Gate
 
 log = logging.getLogger(__name__)
 

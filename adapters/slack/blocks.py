@@ -13,8 +13,8 @@ from typing import Any
 
 from bot.domain.plan import PublishPlan
 from bot.domain.readiness import Readiness, RoleReadiness
-from bot.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
-from bot.render import count, role_line, size_text, when
+from bot.ports.messages import ChannelKind, ChannelMessage, ConfirmPrompt, Reply, Tone
+from bot.service.render import count, role_line, size_text, when
 
 PUBLISH_ACTION = "relbot_publish"
 LOGIN_VIEW = "relbot_login"  # the modal asking for the Sigstore login page's code

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.platform import ChannelRefused
 from adapters.slack.blocks import channel_payload
 from adapters.slack.commands import Renamer
-from bot.messages import ChannelMessage
+from bot.ports.messages import ChannelMessage
 
 
 class SlackChat:

@@ -17,7 +17,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from adapters.slack.blocks import LOGIN_INPUT, login_modal, reply_payload, section
 from adapters.slack.channel import error_code
 from adapters.slack.listeners import Listeners
-from bot.messages import ConfirmPrompt, Reply, Tone
+from bot.ports.messages import ConfirmPrompt, Reply, Tone
 
 log = logging.getLogger(__name__)
 

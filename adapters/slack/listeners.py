@@ -18,8 +18,8 @@ from slack_bolt.response import BoltResponse
 from adapters.slack.blocks import reply_payload, unescape
 from adapters.slack.commands import Renamer
 from bot.errors import RelbotError
-from bot.gate import Gate
-from bot.messages import Reply, Tone
+from bot.ports.messages import Reply, Tone
+from bot.service.gate import Gate
 
 log = logging.getLogger(__name__)
 

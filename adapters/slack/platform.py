@@ -34,7 +34,7 @@ from adapters.slack.listeners import PLATFORM, Listeners, SeenDeliveries
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
 from bot.errors import ConfigError
-from bot.gate import Gate
+from bot.service.gate import Gate
 
 log = logging.getLogger(__name__)
 

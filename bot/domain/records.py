@@ -4,7 +4,7 @@ Pure rules, no I/O: which published file becomes which ``ReleaseFile`` record (t
 ``[pydotorg]`` table, parsed by :class:`PydotorgSettings`), the consistency python.org demands
 (one URL and one slug per record, at most one download button per OS), and the
 create-before-delete :func:`schedule` that turns the records python.org has into those wanted.
-The HTTP side is :class:`bot.registry.PydotorgRegistry`.
+The HTTP side is :class:`bot.pydotorg.registry.PydotorgRegistry`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class PydotorgSettings(_Strict):
     source_os: str = ""
     sidecars: dict[str, str] = Field(default_factory=dict)
     rules: list[FileRule]
-    purge: list[str] = Field(default_factory=list)  # read by bot/cdn.py
+    purge: list[str] = Field(default_factory=list)  # read by bot/pydotorg/cdn.py
 
     @field_validator("files_url")
     @classmethod

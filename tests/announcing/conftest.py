@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.discourse import DiscourseClient
-from bot.downloads_check import DownloadsCheck
 from bot.http_client import RetryPolicy
-from bot.registry import PydotorgRegistry
-from bot.release_page import ReleasePageClient, v2_url
+from bot.pydotorg.discourse import DiscourseClient
+from bot.pydotorg.downloads import DownloadsCheck
+from bot.pydotorg.registry import PydotorgRegistry
+from bot.pydotorg.release_page import ReleasePageClient, v2_url
 from tests.conftest import World
 from tests.doubles.discourse import DiscourseDouble
 from tests.doubles.downloads import PublicSite

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from bot import announcing as steps
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
-from bot.pipeline import PIPELINE
-from bot.render import audit_line
+from bot.ports.messages import ChannelKind
+from bot.service.pipeline import announcing as steps
+from bot.service.pipeline.steps import PIPELINE
+from bot.service.render import audit_line
 from tests.announcing.conftest import WORDS, Announcing
 
 TAG = "3.14.1"

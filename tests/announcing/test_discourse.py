@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bot.discourse import DiscourseClient
 from bot.domain.announcement import Announcement
 from bot.errors import ForumError, TitleTaken
 from bot.http_client import RetryPolicy
+from bot.pydotorg.discourse import DiscourseClient
 from tests.doubles.discourse import DiscourseDouble
 
 KEY = "hugo-single-user-key"

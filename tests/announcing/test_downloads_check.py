@@ -11,9 +11,9 @@ import pytest
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.downloads_check import DownloadsCheck
 from bot.errors import DownloadsError
 from bot.http_client import RetryPolicy
+from bot.pydotorg.downloads import DownloadsCheck
 from tests.doubles.downloads import PublicSite
 
 FAST = RetryPolicy(attempts=2, backoff=0.0, sleep=lambda _: None)

@@ -16,7 +16,7 @@ from adapters.discord.platform import DiscordPlatform
 from adapters.platform import FanoutChat
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from tests.conftest import RecordingChat
 from tests.discord.conftest import (
     ALICE,

@@ -8,7 +8,7 @@ import pytest
 
 from adapters.discord.embeds import MAX_CONTENT, reply_contents
 from adapters.discord.platform import DiscordPlatform
-from bot.discourse import DiscourseClient
+from bot.pydotorg.discourse import DiscourseClient
 from tests.discord.conftest import HUGO, DiscordWorld
 from tests.discord.mock_discord import EPHEMERAL, MockDiscord
 from tests.doubles.discourse import DiscourseDouble

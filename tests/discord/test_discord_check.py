@@ -18,7 +18,7 @@ import pytest
 
 from adapters.discord.platform import DiscordPlatform
 from adapters.platform import FanoutChat
-from bot.health import HealthServer
+from bot.web.health import HealthServer
 from tests.discord.conftest import CHANNEL, GUILD, HUGO, NED, STEVE, TOKEN, TOKEN_ENV, DiscordWorld
 from tests.discord.mock_discord import (
     APP_ID,

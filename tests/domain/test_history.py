@@ -15,7 +15,7 @@ from bot.domain.files import SnapshotFile
 from bot.domain.history import Event, EventKind, ReleaseState, fold, plan_to_json
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.state import StateStore
+from bot.journal.store import StateStore
 
 TAG = ReleaseTag.parse("3.14.1")
 SNAPSHOT = (SnapshotFile("python-3.14.1-macos11.pkg", 47, 1_700_000_000.5, "ab" * 32),)

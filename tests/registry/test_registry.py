@@ -9,14 +9,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bot.cdn import CdnPurger
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.profile import Profile, load_profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
 from bot.http_client import RetryPolicy
 from bot.ports import Registry, RegistryReport
-from bot.registry import PydotorgRegistry
+from bot.pydotorg.cdn import CdnPurger
+from bot.pydotorg.registry import PydotorgRegistry
 from tests.doubles.pydotorg import PydotorgDouble
 
 KEY = "s3cr3t-4p1-k3y-0123456789abcdef"

@@ -16,7 +16,7 @@ from bot.domain.profile import Profile, load_profile
 from bot.domain.records import PydotorgSettings, planned_records
 from bot.errors import RegistryError
 from bot.http_client import RetryPolicy
-from bot.registry import PydotorgRegistry
+from bot.pydotorg.registry import PydotorgRegistry
 from tests.doubles.pydotorg import API, PydotorgDouble
 from tests.registry.test_registry import KEY, Sleeps, make_plan, registry
 

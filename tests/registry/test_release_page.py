@@ -13,7 +13,7 @@ from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError
 from bot.http_client import RetryPolicy
-from bot.release_page import ReleasePageClient, v2_url
+from bot.pydotorg.release_page import ReleasePageClient, v2_url
 from tests.doubles.pydotorg import PydotorgDouble
 
 TOKEN = "v2-staff-token-value"

@@ -24,7 +24,7 @@ from bot.domain.login import (
     new_pkce,
     token_request,
 )
-from bot.login import LoginError, OobLogin
+from bot.signing.login import LoginError, OobLogin
 
 VERIFIER_BYTES = bytes(range(32))
 STATE_BYTES = bytes(range(100, 116))

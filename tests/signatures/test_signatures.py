@@ -19,7 +19,7 @@ from sigstore.verify import Verifier
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
 from bot.ports import SignatureResult, SignatureStatus
-from bot.signatures import SigstoreVerifier
+from bot.signing.verifier import SigstoreVerifier
 
 DATA = Path(__file__).parent.parent / "data" / "sigstore"
 TAG = ReleaseTag.parse("3.14.1")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from bot.signatures import SigstoreVerifier
-from bot.signing import load_signing_trust
+from bot.signing.signer import load_signing_trust
+from bot.signing.verifier import SigstoreVerifier
 from tests.sigstore_instance import SigstoreInstance
 
 

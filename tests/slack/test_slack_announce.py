@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.discourse import DiscourseClient
+from bot.pydotorg.discourse import DiscourseClient
 from tests.doubles.discourse import DiscourseDouble
 from tests.slack.conftest import HUGO, Workspace
 from tests.slack.test_slack import block_texts

@@ -19,7 +19,7 @@ import pytest
 
 from adapters.platform import FanoutChat
 from adapters.slack.platform import SlackPlatform
-from bot.health import HealthServer
+from bot.web.health import HealthServer
 from tests.slack.conftest import (
     BOT_TOKEN,
     CHANNEL,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.slack.blocks import channel_payload
-from bot.messages import ChannelKind, ChannelMessage
+from bot.ports.messages import ChannelKind, ChannelMessage
 from tests.slack.conftest import ALICE, HUGO, STEVE, Workspace
 
 TAG = "3.14.1"

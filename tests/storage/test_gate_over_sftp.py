@@ -10,8 +10,8 @@ from pathlib import Path
 from bot.demo import stage_demo
 from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
-from bot.gate import PIPELINE
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
+from bot.service.gate import PIPELINE
 from bot.storage.sftp import Connection, FileMove, SftpStorage, Touched
 from tests.conftest import World
 from tests.console_driver import RELBOT, publish_through_console

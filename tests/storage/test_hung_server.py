@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from tests.sshd import SshServer, _descendants
 from tests.storage.test_gate_over_sftp import sftp_world
 

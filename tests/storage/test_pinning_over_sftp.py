@@ -7,8 +7,8 @@ from pathlib import Path
 
 from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
-from bot.messages import ChannelKind
 from bot.ports import PromotionReport
+from bot.ports.messages import ChannelKind
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage

@@ -18,7 +18,7 @@ from bot.config import load_config
 from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
-from bot.signing import files_to_sign, registered_by, sign_release
+from bot.signing.signer import files_to_sign, registered_by, sign_release
 from bot.storage.sftp import SftpStorage
 from tests.conftest import World
 from tests.signing_fixtures import RM, signed_files, signed_paths, sigstore_instance

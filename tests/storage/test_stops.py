@@ -13,7 +13,7 @@ import pytest
 
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from bot.storage.local import LocalStorage
 from tests.conftest import World
 from tests.sshd import SshServer

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StagingUnreachable, StorageLocked
-from bot.messages import ChannelKind
+from bot.ports.messages import ChannelKind
 from bot.storage.local import LocalStorage
 from bot.storage.lock import Holder, LateLease, StorageLease
 from tests.conftest import World

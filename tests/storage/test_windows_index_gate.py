@@ -13,8 +13,8 @@ import pytest
 from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
-from bot.messages import ChannelKind
 from bot.ports import PromotionReport
+from bot.ports.messages import ChannelKind
 from bot.storage.local import LocalStorage
 from bot.storage.sftp import SftpStorage
 from tests.conftest import World

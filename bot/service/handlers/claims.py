@@ -1,0 +1,63 @@
+"""``/ready ROLE TAG`` and ``/unready ROLE TAG``: claims on a release's files."""
+
+from __future__ import annotations
+
+from bot.domain import authority
+from bot.domain import commands as cmd
+from bot.domain.files import SnapshotFile
+from bot.domain.history import EventKind, ReleaseState
+from bot.domain.readiness import described
+from bot.ports.messages import Reply, Tone
+from bot.service.refusals import Refusal, refuse_unless
+from bot.service.render import count, size_text
+from bot.service.services import Services
+
+
+async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseState) -> Reply:
+    """Record a snapshot of ``role``'s staged files, after checking they are all there."""
+    role, tag = command.role, command.tag
+    refuse_unless(authority.may_ready(s.team, person, role))
+    if role not in s.profile.roles_for(tag):
+        raise Refusal(
+            f"{role} is not part of {tag} (the {s.profile.name} profile has it "
+            "for other kinds of release only)."
+        )
+    readiness, listing = await s.observer.observe(tag, state, settle=True)
+    role_state = readiness.role(role)
+    if role_state.problems:
+        where = s.conn.storage.staging_location(tag)
+        listed = described(role_state.problems)
+        raise Refusal(
+            f"{role} is not ready for {tag}: {listed}; fix them in {where} and "
+            f"say /ready {role} {tag} again."
+        )
+    paths = [f.path for f in role_state.present]
+    digests = await s.observer.digest(tag, listing, paths)
+    snapshot = [
+        SnapshotFile(p, listing[p].size, listing[p].mtime, digests[p]).to_json() for p in paths
+    ]
+    s.store.append(tag, person, EventKind.CLAIMED, role=role, snapshot=snapshot)
+    state = s.store.release(tag)
+    readiness = await s.observer.readiness(tag, listing, s.observer.last_listing(tag), state)
+    await s.reporter.summary(readiness, state)
+    size = size_text(sum(listing[p].size for p in paths))
+    return Reply(
+        f"{role} is ready for {tag}: {count(len(paths), 'file')} ({size}) recorded. "
+        f"{readiness.claimed_roles} of {len(readiness.roles)} roles ready.",
+        Tone.SUCCESS,
+    )
+
+
+async def unready(s: Services, person: str, command: cmd.Unready, state: ReleaseState) -> Reply:
+    """Withdraw ``role``'s claim, telling whoever made it."""
+    role, tag = command.role, command.tag
+    refuse_unless(authority.may_unready(s.team, person, role, tag))
+    if role not in state.claims:
+        raise Refusal(f"{role} has no claim on {tag} to withdraw.")
+    reason = f"withdrawn by {person} with /unready"
+    claimer = state.claims[role].person
+    s.store.append(tag, person, EventKind.WITHDRAWN, role=role, reason=reason)
+    others = [claimer] if claimer != person else []  # tell whoever claimed it
+    await s.reporter.notice(tag, f"{person} withdrew {role} from {tag}.", mentions=others)
+    await s.refresh(tag)
+    return Reply(f"{role} is no longer ready for {tag}.", Tone.SUCCESS)

@@ -1,0 +1,287 @@
+"""Observing staging: what the bot last saw of each release's staging folder (listings, the
+public files of a published release, signature verdicts, the install index check) and the
+caches that keep a scan cheap (SHA-256 digests and Sigstore bundles, by size and mtime).
+
+It reads storage and verifies signatures, and writes nothing: no event, no chat message.
+Everything it keeps for a release is dropped by :meth:`Observer.forget` (a re-spin drops the
+files' caches only, :meth:`Observer.forget_files`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import operator
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from bot.domain import late
+from bot.domain.files import Listing
+from bot.domain.history import ReleaseState
+from bot.domain.profile import Profile
+from bot.domain.readiness import Readiness, compute_readiness
+from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
+from bot.domain.tags import ReleaseTag
+from bot.domain.text import shown
+from bot.service.connections import Connections
+from bot.service.refusals import Refusal
+from bot.service.render import count
+from bot.service.windows_index import IndexCheck, IndexInspector
+from bot.storage.deadlines import READ_SECONDS, Deadlines
+from bot.storage.listing import RELEASE_FOLDER
+
+MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
+
+
+@dataclass
+class Sight:
+    """What the bot last saw of one release's staging folder."""
+
+    listing: Listing | None = None
+    previous: Listing | None = None  # the listing before ``listing`` (says what was growing)
+    public: Listing | None = None  # a published release's public files, as staging paths
+    signatures: tuple[SignatureResult, ...] = ()
+    preflight: tuple[float, str] | None = None  # (when, python.org's objection or "")
+    index: IndexCheck | None = None  # the staged install index, last checked
+
+
+class Observer:
+    def __init__(
+        self,
+        profile: Profile,
+        conn: Connections,
+        *,
+        require_signatures: Callable[[ReleaseTag], bool],
+        sleep: Callable[[float], Awaitable[None]],
+        settle_seconds: float,
+        read_seconds: float = READ_SECONDS,
+    ) -> None:
+        self.profile = profile
+        self._conn = conn
+        self._require_signatures = require_signatures
+        self._sleep = sleep
+        self._settle = settle_seconds
+        self._seen: dict[str, Sight] = {}
+        self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
+        self._bundles: dict[tuple[str, str], tuple[tuple[int, float], bytes]] = {}
+        self.index = IndexInspector.for_profile(conn.storage, profile)
+        # Every read of staging (listings, hashes, bundles, the index) goes through here.
+        self.reads = Deadlines(read_seconds)
+
+    # -- what was seen (no I/O) --------------------------------------------------------------
+
+    def sight(self, tag: ReleaseTag) -> Sight:
+        """What was last seen of ``tag`` (kept from now on)."""
+        return self._seen.setdefault(str(tag), Sight())
+
+    def seen(self, tag: ReleaseTag) -> Sight | None:
+        """What was last seen of ``tag``, if anything (keeps nothing new)."""
+        return self._seen.get(str(tag))
+
+    def last_listing(self, tag: ReleaseTag) -> Listing | None:
+        return self.sight(tag).listing
+
+    def listed_tags(self) -> list[ReleaseTag]:
+        """Releases whose staging the bot has listed since it started (no I/O)."""
+        seen = self._seen.items()
+        return sorted(ReleaseTag.parse(name) for name, o in seen if o.listing is not None)
+
+    def known_digests(self, tag: ReleaseTag, listing: Listing) -> dict[str, str]:
+        """Hashes of staged files unchanged since they were hashed."""
+        return {
+            path: digest
+            for (name, path), (stamp, digest) in self._digests.items()
+            if name == str(tag) and path in listing and listing[path].stamp == stamp
+        }
+
+    async def readiness(
+        self, tag: ReleaseTag, listing: Listing, previous: Listing | None, state: ReleaseState
+    ) -> Readiness:
+        """Readiness from a listing, with the signature verdicts last checked (worked out in
+        a worker thread: a listing may hold tens of thousands of entries)."""
+        seen = self._seen.get(str(tag))  # not sight(): a status must not grow the cache
+        readiness = await asyncio.to_thread(
+            functools.partial(
+                compute_readiness,
+                self.profile,
+                tag,
+                listing,
+                previous=previous,
+                claims=state.claims,
+                withdrawals=state.withdrawals,
+                holds=tuple(state.holds.values()),
+                waivers=tuple(state.waivers.values()),
+                public=((seen.public if seen else None) or {}) if state.is_published else (),
+            )
+        )
+        index = seen.index if seen is not None else None
+        return replace(
+            readiness,
+            signatures=seen.signatures if seen is not None else (),
+            signatures_required=self._require_signatures(tag),
+            install_index=index.verdict if index else None,
+        )
+
+    def looks(self) -> tuple[object, ...]:
+        """What was last seen of every release, as the objects themselves: each look
+        replaces them (never changes them in place), so a view built from the same objects
+        (compared with ``is``) is still true."""
+        return tuple(
+            part
+            for name, s in sorted(self._seen.items())
+            for part in (name, s.listing, s.previous, s.public, s.signatures, s.index, s.preflight)
+        )
+
+    def retained_tags(self) -> set[str]:
+        return set(self._seen) | {tag for tag, _ in self._digests} | {t for t, _ in self._bundles}
+
+    def forget_files(self, tag: ReleaseTag) -> None:
+        """Drop the hashes and bundles cached for ``tag``'s staged files."""
+        for cache in (self._digests, self._bundles):
+            for key in [key for key in cache if key[0] == str(tag)]:
+                del cache[key]
+
+    def forget(self, tag: ReleaseTag) -> None:
+        """Drop what was seen of ``tag`` (its files' caches stay until :meth:`forget_files`)."""
+        self._seen.pop(str(tag), None)
+
+    # -- looking -----------------------------------------------------------------------------
+
+    async def observe(
+        self, tag: ReleaseTag, state: ReleaseState, *, settle: bool
+    ) -> tuple[Readiness, Listing]:
+        """List staging now. With ``settle``, when anything differs from the last observation
+        take a second listing a moment later, so a growing file shows as uploading. Raises
+        :class:`Refusal` when nothing usable is staged, ``StorageError`` on storage faults."""
+        listing = await self.list(tag)
+        await self.list_public(tag, state)
+        previous = self.last_listing(tag)
+        # Compared in a worker thread: a listing may hold tens of thousands of entries.
+        if settle and await asyncio.to_thread(operator.ne, previous, listing):
+            await self._sleep(self._settle)
+            previous, listing = listing, await self.list(tag)
+        self.sight(tag).listing = listing
+        self.sight(tag).previous = previous
+        readiness = await self.check_signatures(await self.readiness(tag, listing, previous, state))
+        return await self.check_index(readiness, listing), listing
+
+    async def staged_tags(self) -> list[str]:
+        """The names of the folders in staging (one listing)."""
+        return await self.reads.run(
+            "staging", "Listing the staging folder", self._conn.storage.staged_tags
+        )
+
+    async def list_staging(self, tag: ReleaseTag) -> Listing | None:
+        """Staging's listing of ``tag``, None when it has no folder there."""
+        return await self.reads.run(
+            f"list {tag}",
+            f"Listing the staging folder of {tag}",
+            functools.partial(self._conn.storage.list_staging, tag),
+        )
+
+    async def list(self, tag: ReleaseTag) -> Listing:
+        """Staging's listing of ``tag``; raises :class:`Refusal` when there is none."""
+        storage = self._conn.storage
+        listing = await self.list_staging(tag)
+        if listing is None:
+            raise Refusal(
+                f"Nothing is staged for {tag} yet; upload the files to "
+                f"{storage.staging_location(tag)} first."
+            )
+        if (folder := listing.get(RELEASE_FOLDER)) is not None:
+            where = storage.staging_location(tag)
+            raise Refusal(f"The staging folder of {tag} ({where}) {folder.problem}.")
+        return listing
+
+    async def late(self, tag: ReleaseTag) -> bool:
+        """Whether files are staged for ``tag``: for a published release, late files."""
+        return bool(await self.list_staging(tag))
+
+    async def list_public(self, tag: ReleaseTag, state: ReleaseState) -> None:
+        """For a published release, list what is public (one listing per folder), so late
+        files' readiness counts it."""
+        if state.is_published:
+            found = await self.reads.run(
+                f"public {tag}",
+                f"Listing the public folders of {tag}",
+                functools.partial(
+                    self._conn.storage.list_public, late.public_folders(self.profile, tag)
+                ),
+            )
+            self.sight(tag).public = late.as_staged(self.profile, tag, found)
+
+    async def check_index(
+        self, readiness: Readiness, listing: Listing, *, fresh: bool = False
+    ) -> Readiness:
+        """Judge the staged install index against the live one (bot/service/windows_index.py)."""
+        if self.index is None:
+            return readiness
+        check = await self.reads.run(
+            f"index {readiness.tag}",
+            f"Checking the install index staged for {readiness.tag}",
+            functools.partial(self.index.check, readiness.tag, listing, fresh=fresh),
+        )
+        self.sight(readiness.tag).index = check
+        return replace(readiness, install_index=check.verdict if check else None)
+
+    async def check_signatures(self, readiness: Readiness) -> Readiness:
+        """Verify ``FILE.sigstore`` of every required file present (cached: a bundle is read
+        only when it changed, a file hashed only when it changed)."""
+        if self._conn.verifier is None:
+            return readiness
+        tag = readiness.tag
+        listing = self.last_listing(tag) or {}
+        results = []
+        for role in readiness.roles:
+            for f in role.files:
+                entry = listing.get(f.path)
+                # Only a regular file is hashed: a FIFO or a link there is its own problem.
+                regular = entry is not None and entry.regular
+                if f.required and regular and self.profile.needs_signature(tag, f.path):
+                    results.append(await self._signature(tag, f.path, listing))
+        self.sight(tag).signatures = tuple(results)
+        return replace(readiness, signatures=tuple(results))
+
+    async def _signature(self, tag: ReleaseTag, path: str, listing: Listing) -> SignatureResult:
+        verifier = self._conn.verifier
+        assert verifier is not None
+        bundle_path = path + BUNDLE_SUFFIX
+        entry = listing.get(bundle_path)
+        if entry is None or not entry.regular:
+            return SignatureResult(path, SignatureStatus.MISSING, f"no {bundle_path}")
+        cached = self._bundles.get((str(tag), bundle_path))
+        if cached is not None and cached[0] == entry.stamp:
+            bundle = cached[1]
+        else:
+            bundle = await self.reads.run(
+                f"read {tag}",
+                f"Reading {shown(bundle_path)} staged for {tag}",
+                functools.partial(self._conn.storage.read, tag, bundle_path, MAX_BUNDLE),
+            )
+            self._bundles[(str(tag), bundle_path)] = (entry.stamp, bundle)
+        digest = (await self.digest(tag, listing, [path]))[path]
+        return await asyncio.to_thread(verifier.verify, tag, path, digest, bundle)
+
+    async def digest(
+        self, tag: ReleaseTag, listing: Listing, paths: Sequence[str], *, fresh: bool = False
+    ) -> dict[str, str]:
+        """SHA-256 of staged files, re-hashing only files whose size or mtime moved, or
+        every file when ``fresh``."""
+        found: dict[str, str] = {}
+        wanted = []
+        for path in paths:
+            cached = self._digests.get((str(tag), path))
+            if not fresh and cached is not None and cached[0] == listing[path].stamp:
+                found[path] = cached[1]
+            else:
+                wanted.append(path)
+        if wanted:
+            hashed = await self.reads.run(
+                f"digest {tag}",
+                f"Hashing {count(len(wanted), 'file')} staged for {tag}",
+                functools.partial(self._conn.storage.digest, tag, wanted, fresh=fresh),
+            )
+            for path, digest in hashed.items():
+                self._digests[(str(tag), path)] = (listing[path].stamp, digest)
+            found.update(hashed)
+        return found

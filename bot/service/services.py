@@ -1,0 +1,265 @@
+"""What the command handlers and the scheduled scan share: the gate's collaborators (the
+observer of staging, the reporter to the channel, the publish pipeline), the per-release
+locks, and the few operations more than one handler performs (re-render a summary, withdraw
+claims whose files changed, build the plan ``/publish`` would offer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+from bot.config import Config
+from bot.domain.files import Listing, changed_since, needs_digest
+from bot.domain.history import EventKind, ReleaseState
+from bot.domain.plan import PublishPlan, make_plan
+from bot.domain.signing import sign_command
+from bot.domain.tags import ReleaseTag
+from bot.errors import RegistryError, RelbotError, StorageError
+from bot.metrics import Metrics
+from bot.ports import Journal
+from bot.pydotorg.release_cycle import pinned_statuses
+from bot.service.connections import Connections
+from bot.service.observer import Observer
+from bot.service.pipeline import announcing
+from bot.service.pipeline.steps import BOT, Pipeline
+from bot.service.refusals import Refusal
+from bot.service.release_locks import ReleaseLocks
+from bot.service.reporter import Reporter
+from bot.service.signing_offer import ConfirmSigning
+from bot.signing.login import Logins
+from bot.team import Team
+
+
+class Services:
+    def __init__(
+        self,
+        config: Config,
+        store: Journal,
+        conn: Connections,
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+        settle_seconds: float,
+        code_factory: Callable[[], str],
+    ) -> None:
+        self.config = config
+        # A published release keeps the branch status it was published under (late files).
+        self.pinned = pinned_statuses(store)
+        self.profile = config.profile.with_pinned(self.pinned)
+        self.team = Team(config.people)
+        self.store = store
+        self.conn = conn
+        self.clock = clock
+        self.new_code = code_factory
+        self.metrics = Metrics()
+        self.locks = ReleaseLocks()
+        self.logins = Logins()
+        self.signing = ConfirmSigning(config, conn, self.profile, self.logins)
+        self.observer = Observer(
+            self.profile,
+            conn,
+            require_signatures=config.requires_signatures,
+            sleep=sleep,
+            settle_seconds=settle_seconds,
+        )
+        self.reporter = Reporter(
+            conn, store, self.team, clock=clock, poll_interval=config.model.poll_interval
+        )
+        self.pipeline = Pipeline(
+            conn,
+            store,
+            self.profile,
+            self.metrics,
+            self.reporter,
+            published=self._published,
+            logins=self.logins,
+            staged_changed=self._staged_changed,
+        )
+
+    def lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]:
+        """Serializes the commands and scans of ``tag``."""
+        return self.locks.hold(str(tag))
+
+    def retained_tags(self) -> set[str]:
+        """The releases anything is kept for in memory (locks, observations, hashes,
+        bundles, what the channel was told): open releases only, whatever was typed."""
+        kept = self.locks.keys() | self.observer.retained_tags() | self.logins.retained_tags()
+        return kept | self.reporter.retained_tags()
+
+    async def require_known(self, tag: ReleaseTag) -> None:
+        """Refuse a command that would record something about a release nobody staged or
+        acted on: a typo (3.14.11) would become a release kept and listed for ever."""
+        unknown = await self.unknown_release(tag)
+        if unknown is not None:
+            raise Refusal(unknown)
+
+    async def unknown_release(self, tag: ReleaseTag) -> str | None:
+        """The refusal of a tag the bot knows nothing of (nothing staged, nobody acted on it,
+        never published), with what was probably meant; None for a release it knows."""
+        if tag in self.store.open_tags() or self.store.release(tag).is_published:
+            return None
+        if await self.observer.list_staging(tag) is not None:
+            return None
+        known = {str(t) for t in self.store.open_tags()}
+        for name in await self.observer.staged_tags():
+            with contextlib.suppress(RelbotError):  # a folder that is not a release
+                known.add(str(ReleaseTag.parse(name)))
+        return f"No release {tag} is known: nothing is staged or recorded for it; " + _hint(
+            str(tag), sorted(known)
+        )
+
+    async def refresh(self, tag: ReleaseTag) -> None:
+        """Re-render the summary from the last listing seen (no new listing)."""
+        state = self.store.release(tag)
+        listing = self.observer.last_listing(tag) or {}
+        await self.reporter.summary(await self.observer.readiness(tag, listing, None, state), state)
+        if state.is_published:  # its last summary is shown: nothing left to observe
+            self.forget(tag)
+
+    def forget(self, tag: ReleaseTag) -> None:
+        """Drop everything kept for ``tag`` (a published release)."""
+        self.observer.forget_files(tag)
+        self.observer.forget(tag)
+        self.reporter.forget(tag)
+
+    async def _published(self, tag: ReleaseTag) -> None:
+        status = self.store.release(tag).branch_status
+        if status is not None:
+            self.pinned[str(tag)] = status
+        self.logins.forget(tag)
+        self.observer.forget(tag)
+        self.reporter.forget(tag)
+        if self.observer.index is not None:
+            self.observer.index.forget()  # the live index may have changed: judge afresh
+        await self.refresh(tag)
+
+    async def _staged_changed(self, tag: ReleaseTag, paths: list[str]) -> list[str]:
+        """The bot found staged files that are not the confirmed ones when it copied them:
+        withdraw the claims on them, with the reason, and hash them afresh, so that the
+        role's next /ready and the next /publish see what they hold now (a rewrite that
+        kept size and mtime fools every cache). Returns who made those claims."""
+        state = self.store.release(tag)
+        claimers = []
+        for role, claim in state.claims.items():
+            changed = sorted({f.path for f in claim.snapshot} & set(paths))
+            if not changed:
+                continue
+            reason = f"{', '.join(changed)} changed after /ready (found at the confirmation)"
+            self.store.append(tag, BOT, EventKind.WITHDRAWN, role=role, reason=reason)
+            claimers.append(claim.person)
+        try:
+            listing = await asyncio.to_thread(self.conn.storage.list_staging, tag)
+            present = [p for p in paths if listing and p in listing and listing[p].regular]
+            if listing and present:
+                await self.observer.digest(tag, listing, present, fresh=True)
+        except StorageError:
+            pass  # the next scan lists it again; the claims are withdrawn already
+        return claimers
+
+    async def scan_release(self, tag: ReleaseTag) -> None:
+        """A scan's look at one open release: list it, withdraw claims whose files changed,
+        check signatures and the install index, update the summary."""
+        observer = self.observer
+        state = self.store.release(tag)
+        if state.publishing is not None:
+            return
+        listing = await observer.list_staging(tag)
+        if state.is_published and not listing:
+            return  # published, and no late files staged
+        if listing is None:
+            listing = {}
+        await observer.list_public(tag, state)
+        previous = observer.last_listing(tag)
+        observer.sight(tag).listing = listing
+        observer.sight(tag).previous = previous
+        if await self.withdraw_changed_claims(tag, listing, state):
+            state = self.store.release(tag)
+        readiness = await observer.readiness(tag, listing, previous, state)
+        readiness = await observer.check_signatures(readiness)
+        readiness = await observer.check_index(readiness, listing)
+        await self.reporter.summary(readiness, state)
+
+    async def withdraw_changed_claims(
+        self, tag: ReleaseTag, listing: Listing, state: ReleaseState
+    ) -> bool:
+        """Withdraw (and tell the claimer of) each claim whose files changed after
+        ``/ready``; whether any was."""
+        withdrew = False
+        for role, claim in state.claims.items():
+            paths = needs_digest(claim.snapshot, listing)
+            digests = await self.observer.digest(tag, listing, paths)
+            changed = changed_since(claim.snapshot, listing, digests)
+            if not changed:
+                continue
+            what = ", ".join(changed)
+            verb = "changed" if all(p in listing for p in changed) else "changed or disappeared"
+            reason = f"{what} {verb} after /ready"
+            self.store.append(tag, BOT, EventKind.WITHDRAWN, role=role, reason=reason)
+            await self.reporter.notice(
+                tag,
+                f"The {role} claim on {tag} was withdrawn: {reason}. "
+                f"{claim.person}: check the files and say /ready {role} {tag} "
+                "again.",
+                mentions=[claim.person],
+            )
+            withdrew = True
+        return withdrew
+
+    async def publishable_plan(
+        self, tag: ReleaseTag, state: ReleaseState, *, fresh: bool = False
+    ) -> PublishPlan:
+        """Check everything ``/publish`` needs, withdrawing claims whose files changed, and
+        build the plan; raises :class:`Refusal` with the blockers. ``fresh`` hashes every
+        file again (at confirmation: a same-size rewrite within one mtime tick must not
+        slip through)."""
+        observer = self.observer
+        readiness, listing = await observer.observe(tag, state, settle=True)
+        if await self.withdraw_changed_claims(tag, listing, state):
+            state = self.store.release(tag)
+            readiness = await observer.readiness(tag, listing, observer.last_listing(tag), state)
+        readiness = await observer.check_index(readiness, listing, fresh=True)
+        blockers = readiness.blockers
+        if self.conn.registry is not None and not blockers:
+            try:
+                await asyncio.to_thread(self.conn.registry.preflight, tag)
+            except RegistryError as err:
+                blockers.append(f"python.org: {err}")
+        if not blockers:  # the announcement's services, as python.org's: all else is fine
+            blockers += await announcing.blockers(self.config, self.conn, tag, state)
+        if blockers:
+            text = f"{tag} cannot be published yet: " + "; ".join(blockers) + "."
+            if readiness.signatures_required and readiness.invalid_signatures:
+                text += f" To sign what lacks a signature, run: {self.sign_line(tag)}"
+            raise Refusal(text)
+        paths = [f.path for role in readiness.roles for f in role.present]
+        digests = await observer.digest(tag, listing, paths, fresh=fresh)
+        index = observer.sight(tag).index
+        plan = make_plan(self.profile, readiness, listing, digests, index.live if index else None)
+        if not plan.files:
+            raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
+        return announcing.with_announcement(self.config, self.conn, plan, state)
+
+    def sign_line(self, tag: ReleaseTag) -> str:
+        """The ``relbot sign`` command line that signs what ``tag`` lacks."""
+        origin = self.config.origin  # a file's path, or "built-in default"
+        from_file = origin != "built-in default"
+        return sign_command(tag, str(self.config.path(Path(origin).name)) if from_file else None)
+
+
+SHOWN = 5  # open releases named when none is close to what was typed
+
+
+def _hint(typed: str, known: list[str]) -> str:
+    """What was probably meant instead of the unknown tag ``typed``."""
+    close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]}?"
+    if not known:
+        return "no release is open (stage files to start one)."
+    more = f" and {len(known) - SHOWN} more" if len(known) > SHOWN else ""
+    return f"the open releases are {', '.join(known[:SHOWN])}{more} (/status shows them)."

@@ -1,0 +1,366 @@
+"""``relbot sign TAG``: sign, in staging, every file the release database will list (and every
+file whose signature the gate checks) that has no valid ``FILE.sigstore`` yet, with one login.
+
+Files are hashed where they are (on the server for SFTP); sigstore-python signs the digests
+(``Hashed`` input) with one short-lived certificate; ``FILE.sigstore``, ``FILE.sig`` and
+``FILE.crt`` (as ``sigstore sign --bundle --signature --certificate`` writes them) are put
+beside each file, then every written bundle is verified like the gate verifies it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+from cryptography.hazmat.primitives.serialization import Encoding
+
+# sigstore-python's signer raises these plain Exceptions of its private modules when Fulcio
+# or Rekor refuse or cannot be reached; there is no public name for them. pyproject.toml pins
+# sigstore to the exact version they were checked against (SIGSTORE_VERSION), and
+# tests/test_sign_pin.py fails when the installed one differs: an upgrade re-checks them.
+from sigstore._internal.fulcio.client import ExpiredCertificate, FulcioClientError
+from sigstore._internal.rekor import RekorClientError
+from sigstore.errors import Error as SigstoreError
+from sigstore.hashes import Hashed
+from sigstore.models import Bundle, ClientTrustConfig
+from sigstore.oidc import ExpiredIdentity, IdentityToken, Issuer, IssuerError
+from sigstore.sign import SigningContext
+from sigstore_models.common.v1 import HashAlgorithm
+
+from bot.config import Config
+from bot.domain.files import Listing
+from bot.domain.profile import Profile
+from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
+from bot.domain.tags import ReleaseTag
+from bot.errors import ConfigError, RelbotError, StorageError
+from bot.ports import SignatureVerifier, Storage
+from bot.signing.verifier import PINNED_ROOTS, is_client_trust_config
+
+__all__ = [
+    "SIDECARS",
+    "SIGSTORE_VERSION",
+    "TOKEN_ENV",
+    "SigningError",
+    "SigningOutcome",
+    "files_to_sign",
+    "identity_token",
+    "load_signing_trust",
+    "run_sign",
+    "sign_digests",
+    "sign_release",
+]
+
+SIGSTORE_VERSION = "4.5.1"  # the version the private imports above were checked against
+TOKEN_ENV = "SIGSTORE_IDENTITY_TOKEN"
+MAX_BUNDLE = 1 << 20
+# What sigstore-python raises when a service refuses or cannot be reached; several of its
+# client errors are plain Exceptions of internal modules.
+_SIGNING_ERRORS = (
+    SigstoreError,
+    requests.RequestException,
+    ExpiredIdentity,
+    ExpiredCertificate,
+    FulcioClientError,
+    RekorClientError,
+)
+_PARALLEL = 8  # transparency-log round trips in flight, as `sigstore sign` does
+
+
+@dataclass(frozen=True)
+class SigningOutcome:
+    """What ``relbot sign`` did: ``signed`` and ``already`` are paths, ``failed`` pairs a path
+    with the reason it has no valid signature now."""
+
+    tag: ReleaseTag
+    signed: tuple[str, ...] = ()
+    already: tuple[str, ...] = ()
+    failed: tuple[tuple[str, str], ...] = ()
+    identity: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def report(self) -> str:
+        """The lines ``relbot sign`` prints."""
+        lines = []
+        if self.signed:
+            lines.append(f"Signed {_files(len(self.signed))} of {self.tag} as {self.identity}:")
+            lines += [f"  {p}" for p in self.signed]
+        if self.already:
+            lines.append(f"Already signed: {_files(len(self.already))}.")
+            lines += [f"  {p}" for p in self.already]
+        if self.failed:
+            lines.append(f"Could not sign {_files(len(self.failed))}:")
+            lines += [f"  {p}: {why}" for p, why in self.failed]
+        if not self.failed and not self.signed:
+            lines.append(f"Nothing to sign: every file of {self.tag} has a valid signature.")
+        return "\n".join(lines)
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
+def files_to_sign(
+    profile: Profile, tag: ReleaseTag, listing: Listing, registered: Callable[[str], bool]
+) -> list[str]:
+    """Staged regular files that python.org will list (``registered``) or whose signature
+    the gate checks (required files the profile says are signed), in listing order. Pure."""
+    signed = {f.path for f in profile.expected(tag) if profile.needs_signature(tag, f.path)}
+    return [
+        path
+        for path, entry in listing.items()
+        if entry.regular and not entry.has_partial_name and (path in signed or registered(path))
+    ]
+
+
+def registered_by(profile: Profile, tag: ReleaseTag) -> Callable[[str], bool]:
+    """Whether python.org's release database lists a staged path (the profile's [pydotorg]
+    rules; a profile without them registers nothing)."""
+    from bot.domain.records import PydotorgSettings
+
+    try:
+        settings = PydotorgSettings.from_profile(profile)
+    except ConfigError:
+        return lambda path: False
+    return lambda path: "/" not in path and settings.rule_for(tag, path) is not None
+
+
+def load_signing_trust(setting: str) -> ClientTrustConfig:
+    """The Sigstore instance to sign with: ``production``/``staging`` (their current trust
+    config, fetched from Sigstore's TUF repository: signing needs the network anyway) or a
+    client trust config file. Raises :class:`ConfigError`."""
+    if setting in PINNED_ROOTS:
+        try:
+            if setting == "production":
+                return ClientTrustConfig.production()
+            return ClientTrustConfig.staging()
+        except (SigstoreError, OSError) as err:
+            raise ConfigError(
+                f"Cannot fetch Sigstore {setting}'s trust config ({_first_line(err)})."
+            ) from err
+    path = Path(setting)
+    try:
+        text = path.read_text(encoding="utf-8")
+        document: object = json.loads(text)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"signatures.trusted_root: cannot read {path.name} ({err}).") from err
+    if not is_client_trust_config(document):
+        raise ConfigError(
+            f"signatures.trusted_root: {path.name} is a trusted root only; signing needs a "
+            "client trust config (trusted root + signing config) naming the CA and log."
+        )
+    try:
+        trust = ClientTrustConfig.from_json(text)
+        trust.signing_config  # noqa: B018 - validates the services now, not mid-signing
+    except (SigstoreError, ValueError) as err:
+        raise ConfigError(
+            f"signatures.trusted_root: {path.name} is not a usable client trust config "
+            f"({_first_line(err)})."
+        ) from err
+    return trust
+
+
+def identity_token(
+    trust: ClientTrustConfig, *, oob: bool | None = None, env: Mapping[str, str] = os.environ
+) -> IdentityToken:
+    """One identity token: ``SIGSTORE_IDENTITY_TOKEN`` if set, else a login with the
+    instance's OIDC provider: in a browser, or (``oob``, or by default in an SSH session
+    without a display) by pasting a code into this terminal. Raises :class:`RelbotError`."""
+    try:
+        raw = env.get(TOKEN_ENV, "").strip()
+        if raw:
+            return IdentityToken(raw)
+        issuer = Issuer(trust.signing_config.get_oidc_url())
+        if oob is None:
+            oob = bool(env.get("SSH_CONNECTION")) and not (
+                env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")
+            )
+        return issuer.identity_token(force_oob=oob)
+    except (*_SIGNING_ERRORS, IssuerError) as err:
+        where = f"{TOKEN_ENV}" if env.get(TOKEN_ENV) else "the login"
+        raise RelbotError(f"No identity token from {where}: {_first_line(err)}.") from err
+
+
+def sign_release(
+    tag: ReleaseTag,
+    storage: Storage,
+    verifier: SignatureVerifier,
+    trust: Callable[[], ClientTrustConfig],
+    paths: Sequence[str],
+    signer_of: Callable[[ReleaseTag], tuple[str, str] | None],
+    token: Callable[[], IdentityToken],
+    listing: Listing,
+) -> SigningOutcome:
+    """Sign the ``paths`` of ``tag`` that have no valid bundle. ``token`` is called at most
+    once, and only when something needs signing. Raises :class:`RelbotError` for what
+    stops everything (no signer for the branch, a token for someone else, storage down)."""
+    expected = signer_of(tag)
+    if expected is None:
+        raise RelbotError(
+            f"No signer is configured for branch {tag.branch}; add it to "
+            "[signatures] identities. Nothing was signed."
+        )
+    digests = storage.digest(tag, paths, fresh=True)
+    already: list[str] = []
+    pending: list[str] = []
+    for path in paths:
+        bundle_path = path + BUNDLE_SUFFIX
+        entry = listing.get(bundle_path)
+        bundle = (
+            storage.read(tag, bundle_path, MAX_BUNDLE)
+            if entry is not None and entry.regular
+            else None
+        )
+        verdict = verifier.verify(tag, path, digests[path], bundle)
+        (already if verdict.status is SignatureStatus.VALID else pending).append(path)
+    if not pending:
+        return SigningOutcome(tag, already=tuple(already), identity=expected[0])
+
+    identity = token()
+    if (identity.identity, identity.federated_issuer) != expected:
+        raise RelbotError(
+            f"The identity token is for {identity.identity} ({identity.federated_issuer}); "
+            f"{tag.branch} is signed by {expected[0]} ({expected[1]}). Log in as "
+            f"{expected[0]} through {expected[1]}. Nothing was signed."
+        )
+    try:
+        bundles, failed = sign_digests(trust(), identity, {p: digests[p] for p in pending})
+    except SigningError as err:
+        return SigningOutcome(
+            tag,
+            already=tuple(already),
+            failed=tuple((p, str(err)) for p in pending),
+            identity=expected[0],
+        )
+
+    for path, made in bundles.items():
+        try:
+            _write(storage, tag, path, made, listing)
+        except StorageError as err:
+            failed[path] = str(err)
+
+    # Verify what was written, as the gate will: read back, check against the branch signer.
+    signed = []
+    for path in bundles:
+        if path in failed:
+            continue
+        try:
+            written = storage.read(tag, path + BUNDLE_SUFFIX, MAX_BUNDLE)
+        except StorageError as err:
+            failed[path] = f"written, but it cannot be read back: {err}"
+            continue
+        verdict = verifier.verify(tag, path, digests[path], written)
+        if verdict.status is SignatureStatus.VALID:
+            signed.append(path)
+        else:
+            failed[path] = f"written, but it does not verify: {verdict.reason}"
+    return SigningOutcome(
+        tag,
+        signed=tuple(signed),
+        already=tuple(already),
+        failed=tuple((p, failed[p]) for p in pending if p in failed),
+        identity=expected[0],
+    )
+
+
+class SigningError(RelbotError):
+    """No signing certificate: the CA refused the identity token or cannot be reached."""
+
+
+def sign_digests(
+    trust: ClientTrustConfig, identity: IdentityToken, digests: Mapping[str, str]
+) -> tuple[dict[str, Bundle], dict[str, str]]:
+    """Sign each path's SHA-256 (hex) with one short-lived certificate for ``identity``:
+    the bundles, and the paths that failed with why (the transparency log refused or could
+    not be reached). ``relbot sign`` and the signing at the confirmation both sign here.
+    Raises :class:`SigningError` when no certificate can be had."""
+    failed: dict[str, str] = {}
+    bundles: dict[str, Bundle] = {}
+    try:
+        context = SigningContext.from_trust_config(trust)
+        with context.signer(identity) as signer, ThreadPoolExecutor(_PARALLEL) as pool:
+
+            def one(path: str) -> tuple[str, Bundle | str]:
+                hashed = Hashed(
+                    algorithm=HashAlgorithm.SHA2_256, digest=bytes.fromhex(digests[path])
+                )
+                try:
+                    return path, signer.sign_artifact(hashed)
+                except _SIGNING_ERRORS as err:
+                    return path, f"signing failed: {_first_line(err)}"
+
+            for path, result in pool.map(one, list(digests)):
+                if isinstance(result, str):
+                    failed[path] = result
+                else:
+                    bundles[path] = result
+    except _SIGNING_ERRORS as err:
+        # No certificate: the login was refused, or the CA is unreachable.
+        raise SigningError(f"no signing certificate ({_first_line(err)})") from err
+    return bundles, failed
+
+
+def run_sign(config: Config, tag: ReleaseTag, *, oob: bool | None = None) -> SigningOutcome:
+    """``relbot sign TAG`` on the configured storage and Sigstore instance. Raises
+    :class:`RelbotError` with one sentence for what stops it before anything is signed."""
+    from bot.app import build_storage, build_verifier, signers, trusted_root_setting
+
+    storage = build_storage(config)
+    listing = storage.list_staging(tag)
+    if listing is None:
+        raise RelbotError(
+            f"Nothing is staged for {tag} in {storage.staging_location(tag)}; nothing to sign."
+        )
+    paths = files_to_sign(config.profile, tag, listing, registered_by(config.profile, tag))
+    verifier = build_verifier(config)
+    setting = trusted_root_setting(config)
+    trust: list[ClientTrustConfig] = []
+
+    def token() -> IdentityToken:
+        trust.append(load_signing_trust(setting))
+        return identity_token(trust[0], oob=oob)
+
+    return sign_release(
+        tag,
+        storage,
+        verifier,
+        lambda: trust[0],
+        paths,
+        signers(config),
+        token,
+        listing,
+    )
+
+
+def sidecar_contents(bundle: Bundle) -> dict[str, bytes]:
+    """``.sig``, ``.crt`` and ``.sigstore`` as ``sigstore sign`` writes them."""
+    signature = base64.b64encode(bundle.signature).decode()
+    certificate = bundle.signing_certificate.public_bytes(Encoding.PEM).decode()
+    return {
+        ".sig": f"{signature}\n".encode(),
+        ".crt": f"{certificate}\n".encode(),
+        BUNDLE_SUFFIX: f"{bundle.to_json()}\n".encode(),
+    }
+
+
+def _write(storage: Storage, tag: ReleaseTag, path: str, bundle: Bundle, listing: Listing) -> None:
+    # A sidecar already staged belongs to the signature just found missing or invalid: it is
+    # replaced. One that appears meanwhile is not overwritten (the write refuses).
+    contents = sidecar_contents(bundle)
+    for suffix in SIDECARS:
+        target = path + suffix
+        storage.write(tag, target, contents[suffix], replace=target in listing)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    line = text[0] if text else type(err).__name__
+    return line if len(line) <= 200 else line[:199] + "…"
