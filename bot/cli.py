@@ -30,10 +30,11 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StagingUnreachable
 from bot.journal.store import OwnerLock, StateStore
 from bot.logs import setup_logging
+from bot.ports.lease import Holder, StorageLease
 from bot.ports.messages import ChannelMessage
 from bot.service.render import audit_line
 from bot.serving import board_port, refresh_release_cycle, run_console, run_platforms
-from bot.storage.lock import Holder, LateLease, StorageLease
+from bot.storage.lock import LateLease
 from bot.storage.overlap import lock_unless_overlapping, refuse_overlap_on_server
 
 if TYPE_CHECKING:

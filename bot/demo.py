@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 
 from bot.config import Config
+from bot.config.cycle_copy import CACHE_NAME  # the copy of the release cycle last read
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
 from bot.journal.store import OwnerLock, StateStore
-from bot.pydotorg.release_cycle import CACHE_NAME  # the copy of the release cycle last read
 from bot.service.render import when
 
 DEMO_TAG = ReleaseTag.parse("3.14.1")

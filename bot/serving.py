@@ -26,8 +26,8 @@ from bot.config import Config
 from bot.demo import BUILT_IN, DEMO_TAG, published_note, stage_demo
 from bot.errors import RelbotError
 from bot.journal.store import StateStore
+from bot.ports.lease import StorageLease
 from bot.pydotorg import release_cycle
-from bot.storage.lock import StorageLease
 
 if TYPE_CHECKING:
     from bot.app import Platform

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.config import PersonConfig
+from bot.config.sections import PersonConfig
 
 
 class Team:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import Config, checked_url, load_config, url_problem
+from bot.config import Config, load_config
+from bot.config.values import checked_url, url_problem
 from bot.errors import ConfigError
 
 # Copied verbatim from the contract's configuration example: it must load as written.

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.discord.platform import DiscordPlatform
 from adapters.slack.commands import COMMANDS as SLACK_COMMANDS
-from bot.config import DiscordConfig
+from bot.config.sections import DiscordConfig
 from bot.domain.commands import USAGE
 
 ROOT = Path(__file__).parents[1]

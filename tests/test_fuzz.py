@@ -294,7 +294,7 @@ def config_keys() -> list[tuple[str, str]]:
     is fuzzed too, even before ``FULL`` names a valid value for it."""
     from pydantic import BaseModel
 
-    from bot.config import ConfigModel, PersonConfig
+    from bot.config.sections import ConfigModel, PersonConfig
 
     found: list[tuple[str, str]] = []
     for name, field in ConfigModel.model_fields.items():

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_config
+from bot.config.cycle_copy import local_copy, shipped_copy
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
-from bot.pydotorg.release_cycle import local_copy, refresh, shipped_copy
+from bot.pydotorg.release_cycle import refresh
 from tests.pinned import RELEASE_CYCLE
 
 RELBOT = Path(sys.executable).with_name("relbot")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bot.config.cycle_copy import local_copy
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
-from bot.pydotorg.release_cycle import local_copy
 from tests.conftest import TEAM_TOML, World
 from tests.pinned import RELEASE_CYCLE, RELEASE_CYCLE_LINE
 

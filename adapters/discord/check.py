@@ -11,7 +11,7 @@ import discord
 import httpx
 
 from adapters.discord.channel import NEEDED, channel_not_allowed, channel_unknown
-from bot.config import DiscordConfig
+from bot.config.sections import DiscordConfig
 
 
 class ServerCheck:

@@ -27,7 +27,8 @@ from adapters.discord.commands import SYNC_STAMP, CommandSync, RelbotTree, slash
 from adapters.discord.embeds import plan_content, reply_content, reply_contents
 from adapters.discord.errors import DiscordError, DiscordUnreachable
 from bot.backoff import Backoff, OneLineRetries
-from bot.config import Config, DiscordConfig
+from bot.config import Config
+from bot.config.sections import DiscordConfig
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.ports.messages import Reply, Tone
 from bot.service.gate import Gate

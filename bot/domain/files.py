@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".partial", ".filepart")
 EMPTY_FOLDER = "an empty folder"
+RELEASE_FOLDER = ""  # the key of a problem with the release's staging folder itself
 
 
 @dataclass(frozen=True)

@@ -50,3 +50,9 @@ def _escape(match: re.Match[str]) -> str:
     if char == "\t":
         return "\\t"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def listing(paths: list[str], limit: int = 5) -> str:
+    """``a, b, c and 4 more``."""
+    head = ", ".join(paths[:limit])
+    return head + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

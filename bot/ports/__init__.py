@@ -15,8 +15,8 @@ from bot.domain.history import Event, EventKind, ReleaseState
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
+from bot.ports.lease import Holder, StorageLease
 from bot.ports.messages import ChannelMessage
-from bot.storage.lock import Holder, StorageLease
 
 
 @dataclass(frozen=True)

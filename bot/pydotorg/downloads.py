@@ -17,10 +17,10 @@ from typing import Final
 import httpx
 
 from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.text import listing
 from bot.errors import DownloadsError
 from bot.http_client import HttpClient, HttpService, RetryPolicy
 from bot.ports import DownloadsReport
-from bot.service.while_publishing import listing
 
 _log = logging.getLogger(__name__)
 

@@ -1,84 +1,20 @@
-"""Where the release cycle comes from: a URL (python.org's release-cycle JSON) or a file,
-the last copy read (kept next to the state file), and the copy shipped in the package, so
-the bot starts and works without the network. Only :func:`refresh` ever reaches the network;
-``relbot run`` (chat platforms) and ``relbot check`` call it."""
+"""The release cycle read afresh from its URL (python.org's release-cycle JSON), the copy
+kept for the next start. Only :func:`refresh` ever reaches the network; ``relbot run`` (chat
+platforms) and ``relbot check`` call it. Without the network the config reads the last copy,
+or the shipped one (:mod:`bot.config.cycle_copy`)."""
 
 from __future__ import annotations
 
-import calendar
 import os
-import re
 import time
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import httpx
 
-from bot.domain.release_cycle import ReleaseCycle, parse_release_cycle
+from bot.config.cycle_copy import MAX_BYTES, CycleCopy, is_url, local_copy
+from bot.config.values import url_problem  # the config's one rule for URLs
+from bot.domain.release_cycle import parse_release_cycle
 from bot.errors import ConfigError
-from bot.ports import Journal
-from bot.regular_files import UnreadableFile, read_regular_file
-
-DEFAULT_URL = "https://peps.python.org/api/release-cycle.json"
-CACHE_NAME = "release-cycle.json"  # next to the state file
-# bot/data/release-cycle.json is what python/peps generates (release_management/serialize.py
-# create_release_cycle, from python-releases.toml) at commit ba4deeb of 2026-08-22; statuses
-# are as of that day, and `relbot run` and `relbot check` read the live copy over it.
-SHIPPED_AS_OF = "2026-08-22"
-MAX_BYTES = 1 << 20  # the real file is a few kB
-
-
-@dataclass(frozen=True)
-class CycleCopy:
-    """A release cycle and where it came from: ``origin`` says which copy, ``as_of`` when
-    that copy was read from its source (seconds since the epoch)."""
-
-    cycle: ReleaseCycle
-    origin: str
-    as_of: float
-
-    def describe(self, now: float) -> str:
-        """``the cached copy of URL, read 3 days ago`` (for ``relbot check``)."""
-        return f"{self.origin}, read {_age(now - self.as_of)}"
-
-
-def is_url(source: str) -> bool:
-    """Whether ``source`` is written as a URL (``SCHEME://…``) rather than a file path; the
-    config allows only https:// (or http:// to this machine)."""
-    return re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", source) is not None
-
-
-def local_copy(source: str, base: Path, cache: Path) -> CycleCopy:
-    """The release cycle without the network: the file ``source`` names (relative to
-    ``base``), or for a URL the last copy cached in ``cache``, else the shipped copy.
-
-    Raises :class:`ConfigError` when ``source`` is a file that cannot be read or parsed.
-    """
-    if not is_url(source):
-        path = Path(source).expanduser()
-        path = path if path.is_absolute() else base / path
-        try:
-            data = read_regular_file(path, MAX_BYTES)
-            stamp = path.stat().st_mtime
-        except UnreadableFile as err:
-            raise ConfigError(f"release_cycle: {err}.") from err
-        except OSError as err:
-            raise ConfigError(f"release_cycle: cannot read {path} ({err.strerror}).") from err
-        return CycleCopy(parse_release_cycle(data, str(path)), f"the file {path}", stamp)
-    try:
-        cycle = parse_release_cycle(read_regular_file(cache, MAX_BYTES), str(cache))
-        return CycleCopy(cycle, f"the cached copy of {source}", cache.stat().st_mtime)
-    except (OSError, UnreadableFile, ConfigError):
-        return shipped_copy()
-
-
-def shipped_copy() -> CycleCopy:
-    """The copy that ships with relbot (always there)."""
-    text = resources.files("bot").joinpath("data", CACHE_NAME).read_bytes()
-    as_of = calendar.timegm(time.strptime(SHIPPED_AS_OF, "%Y-%m-%d"))
-    cycle = parse_release_cycle(text, "the shipped copy")
-    return CycleCopy(cycle, "the copy shipped with relbot", as_of)
 
 
 def refresh(
@@ -103,8 +39,6 @@ def refresh(
 def _download(source: str, timeout: float) -> bytes:
     """The body at ``source``, at most :data:`MAX_BYTES` of it (the rest is never read); a
     redirect is followed only to an address the config would accept (no https → http)."""
-    from bot.config import url_problem  # the config's one rule for URLs
-
     with (
         httpx.Client(timeout=timeout, follow_redirects=True) as client,
         client.stream("GET", source) as response,
@@ -127,24 +61,3 @@ def _write_atomically(path: Path, data: bytes) -> None:
     part = path.with_name(path.name + ".part")
     part.write_bytes(data)
     os.replace(part, path)
-
-
-def _age(seconds: float) -> str:
-    if seconds < 120:
-        return "just now"
-    if seconds < 2 * 3600:
-        return f"{seconds // 60:.0f} minutes ago"
-    if seconds < 2 * 86400:
-        return f"{seconds // 3600:.0f} hours ago"
-    return f"{seconds // 86400:.0f} days ago"
-
-
-def pinned_statuses(journal: Journal) -> dict[str, str]:
-    """Each published release's branch status as journaled with its plan (tag → status):
-    late files of 3.13.10 follow 3.13's status when 3.13.10 was published, not today's."""
-    found = {}
-    for tag in journal.tags():
-        status = journal.release(tag).branch_status
-        if status is not None:
-            found[str(tag)] = status
-    return found

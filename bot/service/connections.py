@@ -18,7 +18,7 @@ from bot.ports import (
     SignatureVerifier,
     Storage,
 )
-from bot.storage.lock import StorageLease
+from bot.ports.lease import StorageLease
 
 
 @dataclass

@@ -50,17 +50,17 @@ from bot.ports import (
     SignatureVerifier,
     Storage,
 )
+from bot.ports.lease import StorageLease
 from bot.ports.messages import Reply, Tone
 from bot.service import handlers
 from bot.service.connections import Connections
+from bot.service.deadlines import Deadlines
 from bot.service.observer import MAX_BUNDLE, Sight
 from bot.service.pipeline import announcing
 from bot.service.pipeline.steps import BOT, PIPELINE
 from bot.service.refusals import CodeRefused, NotAllowed, Refusal, refusal_reason
 from bot.service.render import help_text
 from bot.service.services import Services
-from bot.storage.deadlines import Deadlines
-from bot.storage.lock import StorageLease
 from bot.team import Team
 
 __all__ = [

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot.domain import late
-from bot.domain.files import Listing
+from bot.domain.files import RELEASE_FOLDER, Listing
 from bot.domain.history import ReleaseState
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, compute_readiness
@@ -24,11 +24,10 @@ from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown
 from bot.service.connections import Connections
+from bot.service.deadlines import READ_SECONDS, Deadlines
 from bot.service.refusals import Refusal
 from bot.service.render import count
 from bot.service.windows_index import IndexCheck, IndexInspector
-from bot.storage.deadlines import READ_SECONDS, Deadlines
-from bot.storage.listing import RELEASE_FOLDER
 
 MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
 

@@ -22,7 +22,6 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, RelbotError, StorageError
 from bot.metrics import Metrics
 from bot.ports import Journal
-from bot.pydotorg.release_cycle import pinned_statuses
 from bot.service.connections import Connections
 from bot.service.observer import Observer
 from bot.service.pipeline import announcing
@@ -263,3 +262,14 @@ def _hint(typed: str, known: list[str]) -> str:
         return "no release is open (stage files to start one)."
     more = f" and {len(known) - SHOWN} more" if len(known) > SHOWN else ""
     return f"the open releases are {', '.join(known[:SHOWN])}{more} (/status shows them)."
+
+
+def pinned_statuses(journal: Journal) -> dict[str, str]:
+    """Each published release's branch status as journaled with its plan (tag → status):
+    late files of 3.13.10 follow 3.13's status when 3.13.10 was published, not today's."""
+    found = {}
+    for tag in journal.tags():
+        status = journal.release(tag).branch_status
+        if status is not None:
+            found[str(tag)] = status
+    return found

@@ -22,10 +22,10 @@ from bot.domain.profile import Profile
 from bot.domain.signing import BUNDLE_SUFFIX, SignatureStatus, sign_command
 from bot.domain.signing_plan import signing_problems
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import listing
 from bot.errors import ConfigError, StorageError
 from bot.service.connections import Connections
 from bot.service.refusals import Refusal
-from bot.service.while_publishing import listing
 from bot.signing.login import Handover, LoginError, Logins, OobLogin, PendingLogin
 
 MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB

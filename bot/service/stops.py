@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.domain.history import Stop
 from bot.domain.tags import ReleaseTag
-from bot.service.while_publishing import listing
+from bot.domain.text import listing
 from bot.service.windows_index import INDEX_STEP
 
 

@@ -31,9 +31,3 @@ def public_folders(plan: PublishPlan) -> list[str]:
         parts = f.target.split("/")
         folders.add("/".join(parts[:2]) if parts[0] == "doc" and len(parts) > 2 else parts[0])
     return sorted(folders)
-
-
-def listing(paths: list[str], limit: int = 5) -> str:
-    """``a, b, c and 4 more``."""
-    shown = ", ".join(paths[:limit])
-    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

@@ -4,10 +4,8 @@ entry is its release's problem and never stops a scan."""
 
 from __future__ import annotations
 
-from bot.domain.files import EMPTY_FOLDER, StagedFile
+from bot.domain.files import EMPTY_FOLDER, RELEASE_FOLDER, StagedFile
 from bot.domain.text import is_safe, shown
-
-RELEASE_FOLDER = ""  # the key of a problem with the release's staging folder itself
 
 
 def join(folder: str, name: str) -> str:

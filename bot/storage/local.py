@@ -12,21 +12,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from bot.domain.files import StagedFile
+from bot.domain.files import RELEASE_FOLDER, StagedFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
 from bot.ports import PromotionReport
+from bot.ports.lease import Holder
 from bot.storage import aside, freezer, promotion
 from bot.storage.listing import (
-    RELEASE_FOLDER,
     crowded_public_folder,
     crowded_release_folder,
     linked_release_folder,
     unreadable_release_folder,
 )
 from bot.storage.local_fs import LocalFs, PublicMoves
-from bot.storage.lock import Holder, Lease
+from bot.storage.lock import Lease
 from bot.storage.primitives import FileSystem, Places, default_work
 from bot.storage.walk import Dirent, Walked, walk
 from bot.storage.workarea import not_on_public_filesystem, work_problems

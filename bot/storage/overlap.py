@@ -9,44 +9,13 @@ lock).
 
 from __future__ import annotations
 
-import posixpath
-from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
 from bot.errors import ConfigError, StorageLocked
 
 if TYPE_CHECKING:
     from bot.ports import Storage
-    from bot.storage.lock import Holder, StorageLease
-
-
-def folders_overlap(staging: PurePath, public: PurePath) -> bool:
-    """Whether two resolved folders are one, or one is inside the other. Server paths
-    (``PurePosixPath``) are compared as the server reads them: ``//srv/x`` is ``/srv/x``."""
-    staging, public = _as_read(staging), _as_read(public)
-    return staging == public or staging.is_relative_to(public) or public.is_relative_to(staging)
-
-
-def server_path(path: str) -> str:
-    """``path`` as a POSIX server reads it: ``.``, ``..`` and repeated slashes folded, and
-    two leading slashes (which ``posixpath.normpath`` keeps) made one."""
-    normal = posixpath.normpath(path)
-    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
-
-
-def _as_read(path: PurePath) -> PurePath:
-    if isinstance(path, PurePosixPath) and str(path).startswith("//"):
-        return type(path)(server_path(str(path)))
-    return path
-
-
-def overlap_message(staging: str, public: str) -> str:
-    """The one sentence that says so, naming both keys."""
-    return (
-        f"storage.staging and storage.public overlap ({staging} and {public}: the same "
-        "folder, one inside the other, or one through a symbolic link); publishing would "
-        "move files onto themselves and lose them, so give them two separate folders."
-    )
+    from bot.ports.lease import Holder, StorageLease
 
 
 def refuse_overlap_on_server(storage: Storage) -> None:

@@ -26,8 +26,9 @@ from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.ports import PromotionReport
+from bot.ports.lease import Holder
 from bot.storage import aside, freezer, promotion, sftp_files, sftp_fs
-from bot.storage.lock import Holder, Lease
+from bot.storage.lock import Lease
 from bot.storage.primitives import FileSystem, Places, Touched, default_work
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.sftp_check import check_server, overlap_on_server

@@ -9,7 +9,7 @@ import shlex
 import stat
 from pathlib import PurePosixPath
 
-from bot.storage.overlap import folders_overlap, overlap_message
+from bot.domain.folders import folders_overlap, overlap_message
 from bot.storage.primitives import Places
 from bot.storage.sftp_fs import SftpFs
 from bot.storage.ssh import first_line, reason

@@ -12,10 +12,9 @@ import secrets
 import stat
 from collections.abc import Sequence
 
-from bot.domain.files import StagedFile
+from bot.domain.files import RELEASE_FOLDER, StagedFile
 from bot.errors import StagingUnreachable, StorageError
 from bot.storage.listing import (
-    RELEASE_FOLDER,
     crowded_public_folder,
     crowded_release_folder,
     linked_release_folder,

@@ -14,7 +14,7 @@ from discord.http import Route
 
 from adapters.discord.errors import DiscordError
 from adapters.discord.platform import DISCORD_API, DiscordPlatform
-from bot.config import DiscordConfig
+from bot.config.sections import DiscordConfig
 from tests.discord.conftest import GUILD, TOKEN, DiscordWorld
 from tests.discord.mock_discord import MockDiscord
 

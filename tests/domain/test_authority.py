@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import PersonConfig
+from bot.config.sections import PersonConfig
 from bot.domain import authority
 from bot.domain.tags import ReleaseTag
 from bot.team import Team

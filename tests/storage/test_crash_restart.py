@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bot.demo import stage_demo
 from bot.domain.profile import load_profile
-from bot.storage.lock import Holder
+from bot.ports.lease import Holder
 from tests.console_driver import RELBOT
 from tests.pinned import RELEASE_CYCLE_LINE
 from tests.sshd import SshServer

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.files import RELEASE_FOLDER
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.storage import walk
-from bot.storage.listing import RELEASE_FOLDER
 from bot.storage.walk import MAX_DEPTH
 from tests.hostile_files import deep_tree_for
 from tests.sshd import SshServer

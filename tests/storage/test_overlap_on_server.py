@@ -12,9 +12,10 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from bot.config import load_config
+from bot.domain.folders import folders_overlap, server_path
 from bot.errors import ConfigError, StorageLocked
-from bot.storage.lock import Holder
-from bot.storage.overlap import folders_overlap, lock_unless_overlapping, server_path
+from bot.ports.lease import Holder
+from bot.storage.overlap import lock_unless_overlapping
 from tests.console_driver import RELBOT
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage

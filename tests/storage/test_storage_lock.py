@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StagingUnreachable, StorageLocked
+from bot.ports.lease import Holder, StorageLease
 from bot.ports.messages import ChannelKind
 from bot.storage.local import LocalStorage
-from bot.storage.lock import Holder, LateLease, StorageLease
+from bot.storage.lock import LateLease
 from tests.conftest import World
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, sftp_storage

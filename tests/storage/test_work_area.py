@@ -61,7 +61,7 @@ async def test_by_default_the_uploader_can_neither_rename_nor_replace_the_bots_p
 
 
 def world_holder(world: World):  # type: ignore[no-untyped-def]
-    from bot.storage.lock import Holder
+    from bot.ports.lease import Holder
 
     return Holder.this_process(world.root / "data" / "state.db", 30)
 

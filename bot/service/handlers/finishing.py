@@ -14,10 +14,11 @@ from dataclasses import replace
 from bot.domain import commands as cmd
 from bot.domain.history import ReleaseState
 from bot.domain.plan import PlanFile, PublishPlan
+from bot.domain.text import listing
 from bot.service.refusals import Refusal
 from bot.service.services import Services
 from bot.service.stops import stop_text
-from bot.service.while_publishing import busy_refusal, listing
+from bot.service.while_publishing import busy_refusal
 from bot.service.windows_index import INDEX_STEP
 
 

@@ -23,6 +23,7 @@ from bot.domain.confirmation import (
 from bot.domain.history import EventKind, Offer, ReleaseState, plan_to_json
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import listing
 from bot.ports.messages import ConfirmPrompt, Reply, Tone
 from bot.service.handlers import finishing
 from bot.service.pipeline import announcing
@@ -31,7 +32,6 @@ from bot.service.render import plan_text, when
 from bot.service.services import Services
 from bot.service.signing_offer import SigningOffer
 from bot.service.stops import stop_text
-from bot.service.while_publishing import listing
 
 log = logging.getLogger(__name__)
 

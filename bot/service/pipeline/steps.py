@@ -41,6 +41,7 @@ from bot.domain.history import EventKind, ReleaseState, Stop
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
+from bot.domain.text import listing
 from bot.errors import (
     PromotionConflict,
     PublishStopped,
@@ -60,7 +61,7 @@ from bot.service.release_locks import ReleaseLocks
 from bot.service.render import size_text
 from bot.service.reporter import Reporter
 from bot.service.stops import stop_text
-from bot.service.while_publishing import listing, public_folders
+from bot.service.while_publishing import public_folders
 from bot.signing.login import Logins
 
 log = logging.getLogger(__name__)
