@@ -18,6 +18,7 @@ from adapters.platform import FanoutChat
 from adapters.platform import Platform as Platform
 from bot.config import Config
 from bot.domain.tags import ReleaseTag
+from bot.errors import RelbotError
 from bot.journal.store import StateStore
 from bot.ports import (
     Chat,
@@ -33,7 +34,11 @@ from bot.service.gate import Gate, new_code
 from bot.storage.local import LocalStorage
 
 if TYPE_CHECKING:
+    from sigstore.models import ClientTrustConfig
+    from sigstore.oidc import IdentityToken
+
     from bot.scheduler import Poller  # APScheduler: loaded by those that run the bot
+    from bot.signing.signer import SigningOutcome
 
 
 def build_storage(config: Config) -> Storage:
@@ -145,6 +150,44 @@ def trusted_root_setting(config: Config) -> str:
 def signers(config: Config) -> Callable[[ReleaseTag], tuple[str, str] | None]:
     """Who signs a tag's branch: ``[signatures] identities``, else the profile's signer."""
     return config.signer
+
+
+def run_sign(config: Config, tag: ReleaseTag, *, oob: bool | None = None) -> SigningOutcome:
+    """``relbot sign TAG`` on the configured storage and Sigstore instance. Raises
+    :class:`RelbotError` with one sentence for what stops it before anything is signed."""
+    from bot.signing.signer import (  # sigstore is heavy: loaded when used
+        files_to_sign,
+        identity_token,
+        load_signing_trust,
+        registered_by,
+        sign_release,
+    )
+
+    storage = build_storage(config)
+    listing = storage.list_staging(tag)
+    if listing is None:
+        raise RelbotError(
+            f"Nothing is staged for {tag} in {storage.staging_location(tag)}; nothing to sign."
+        )
+    paths = files_to_sign(config.profile, tag, listing, registered_by(config.profile, tag))
+    verifier = build_verifier(config)
+    setting = trusted_root_setting(config)
+    trust: list[ClientTrustConfig] = []
+
+    def token() -> IdentityToken:
+        trust.append(load_signing_trust(setting))
+        return identity_token(trust[0], oob=oob)
+
+    return sign_release(
+        tag,
+        storage,
+        verifier,
+        lambda: trust[0],
+        paths,
+        signers(config),
+        token,
+        listing,
+    )
 
 
 def build_gate(

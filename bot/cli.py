@@ -21,6 +21,7 @@ from bot.app import (
     build_platform,
     build_registry,
     build_storage,
+    run_sign,
     slack_manifest,
 )
 from bot.config import Config, load_config
@@ -317,8 +318,6 @@ def _audit(config: Config, args: argparse.Namespace) -> int:
 
 def _sign(config: Config, args: argparse.Namespace) -> int:
     """Sign what ``tag`` still lacks, with one login; exit 1 if anything stays unsigned."""
-    from bot.signing.signer import run_sign  # sigstore is heavy: loaded when used
-
     outcome = run_sign(config, ReleaseTag.parse(args.tag), oob=args.oob)
     print(outcome.report())
     return 0 if outcome.ok else 1

@@ -16,7 +16,8 @@ from bot.ports.messages import ChannelKind
 from bot.service import windows_index
 from bot.service.connections import Connections
 from bot.service.pipeline import sign
-from bot.service.pipeline.steps import BOT, PIPELINE, Pipeline, announcement, who
+from bot.service.pipeline.runner import Pipeline
+from bot.service.pipeline.steps import BOT, PIPELINE, announcement, who
 from bot.service.reporter import Reporter
 from bot.team import Team
 from tests.conftest import World

@@ -13,7 +13,7 @@ Where each question is answered:
 - What each command does                  ``bot.service.handlers`` (one function per command)
 - What staging holds, its hashes, signatures and install index
                                           ``bot.service.observer.Observer``
-- What happens after a confirmation       ``bot.service.pipeline.steps.Pipeline``, one object
+- What happens after a confirmation       ``bot.service.pipeline.runner.Pipeline``, one object
                                           per step
 - What the channel is told                ``bot.service.reporter.Reporter``
 - What they share (locks, the plan ``/publish`` offers)

@@ -25,7 +25,8 @@ from bot.ports import Journal
 from bot.service.connections import Connections
 from bot.service.observer import Observer
 from bot.service.pipeline import announcing
-from bot.service.pipeline.steps import BOT, Pipeline
+from bot.service.pipeline.runner import Pipeline
+from bot.service.pipeline.steps import BOT
 from bot.service.refusals import Refusal
 from bot.service.release_locks import ReleaseLocks
 from bot.service.reporter import Reporter

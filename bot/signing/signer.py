@@ -1,5 +1,7 @@
-"""``relbot sign TAG``: sign, in staging, every file the release database will list (and every
-file whose signature the gate checks) that has no valid ``FILE.sigstore`` yet, with one login.
+"""The signer: sign, in staging, every file the release database will list (and every file
+whose signature the gate checks) that has no valid ``FILE.sigstore`` yet, with one login.
+``relbot sign TAG`` is wired by :func:`bot.app.run_sign`; the sign step of a publish signs
+digests with :func:`sign_digests`.
 
 Files are hashed where they are (on the server for SFTP); sigstore-python signs the digests
 (``Hashed`` input) with one short-lived certificate; ``FILE.sigstore``, ``FILE.sig`` and
@@ -33,7 +35,6 @@ from sigstore.oidc import ExpiredIdentity, IdentityToken, Issuer, IssuerError
 from sigstore.sign import SigningContext
 from sigstore_models.common.v1 import HashAlgorithm
 
-from bot.config import Config
 from bot.domain.files import Listing
 from bot.domain.profile import Profile
 from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
@@ -51,7 +52,6 @@ __all__ = [
     "files_to_sign",
     "identity_token",
     "load_signing_trust",
-    "run_sign",
     "sign_digests",
     "sign_release",
 ]
@@ -306,38 +306,6 @@ def sign_digests(
         # No certificate: the login was refused, or the CA is unreachable.
         raise SigningError(f"no signing certificate ({_first_line(err)})") from err
     return bundles, failed
-
-
-def run_sign(config: Config, tag: ReleaseTag, *, oob: bool | None = None) -> SigningOutcome:
-    """``relbot sign TAG`` on the configured storage and Sigstore instance. Raises
-    :class:`RelbotError` with one sentence for what stops it before anything is signed."""
-    from bot.app import build_storage, build_verifier, signers, trusted_root_setting
-
-    storage = build_storage(config)
-    listing = storage.list_staging(tag)
-    if listing is None:
-        raise RelbotError(
-            f"Nothing is staged for {tag} in {storage.staging_location(tag)}; nothing to sign."
-        )
-    paths = files_to_sign(config.profile, tag, listing, registered_by(config.profile, tag))
-    verifier = build_verifier(config)
-    setting = trusted_root_setting(config)
-    trust: list[ClientTrustConfig] = []
-
-    def token() -> IdentityToken:
-        trust.append(load_signing_trust(setting))
-        return identity_token(trust[0], oob=oob)
-
-    return sign_release(
-        tag,
-        storage,
-        verifier,
-        lambda: trust[0],
-        paths,
-        signers(config),
-        token,
-        listing,
-    )
 
 
 def sidecar_contents(bundle: Bundle) -> dict[str, bytes]:

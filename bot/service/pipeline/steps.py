@@ -32,46 +32,30 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bot.domain import late
-from bot.domain.history import EventKind, ReleaseState, Stop
+from bot.domain.history import ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
-from bot.domain.tags import ReleaseTag
 from bot.domain.text import listing
-from bot.errors import (
-    PromotionConflict,
-    PublishStopped,
-    RelbotError,
-    StagedChanged,
-    StateWriteError,
-    StorageError,
-)
+from bot.errors import PublishStopped, StagedChanged
 from bot.metrics import Metrics
 from bot.ports import Journal
 from bot.ports.messages import ChannelKind, ChannelMessage
 from bot.service import windows_index
 from bot.service.connections import Connections
-from bot.service.pipeline import announcing, sign
-from bot.service.refusals import Refusal
+from bot.service.pipeline import announcing
 from bot.service.release_locks import ReleaseLocks
 from bot.service.render import size_text
 from bot.service.reporter import Reporter
-from bot.service.stops import stop_text
 from bot.service.while_publishing import public_folders
-from bot.signing.login import Logins
 
 log = logging.getLogger(__name__)
 
 BOT = "relbot"  # the actor of events the bot causes itself (a step, a withdrawn claim)
 PIPELINE = ("freeze", "promote", "register", "purge", *announcing.STEPS, "announce", "tidy")
-
-# Called when the freeze found staged files that are not the confirmed ones: withdraws the
-# claims on them; returns the people to tell (whoever claimed them).
-StagedChangedHook = Callable[[ReleaseTag, list[str]], Awaitable[list[str]]]
 
 
 @dataclass(frozen=True)
@@ -277,210 +261,6 @@ class Tidy:
             mentions=who(run.state.publisher),
         )
         return f"staged originals removed, {len(left)} left: changed since the confirmation"
-
-
-class Pipeline:
-    def __init__(
-        self,
-        conn: Connections,
-        store: Journal,
-        profile: Profile,
-        metrics: Metrics,
-        reporter: Reporter,
-        *,
-        published: Callable[[ReleaseTag], Awaitable[None]],
-        staged_changed: StagedChangedHook | None = None,
-        logins: Logins | None = None,
-    ) -> None:
-        self._conn = conn
-        self._store = store
-        self._metrics = metrics
-        self._reporter = reporter
-        self._published = published  # called once the PUBLISHED event is journaled
-        self._staged_changed = staged_changed
-        steps: list[Step] = [
-            Freeze(conn),
-            sign.Sign(conn, store, profile, logins or Logins(), actor=BOT),
-            Promote(conn, metrics),
-            SwapIndex(conn),
-            Register(conn),
-            Purge(conn, reporter),
-            announcing.CheckDownloads(conn, metrics),
-            announcing.PublishReleasePage(conn, reporter),
-            announcing.PostAnnouncement(conn),
-            Announce(conn, profile, store),
-            Tidy(conn, reporter),
-        ]
-        self.steps = {step.name: step for step in steps}
-
-    async def run(self, state: ReleaseState) -> Outcome:
-        """Run the confirmed publish of ``state`` from the first step not done (or finish
-        its journaled ``/abort``). A stopped publish is not run again: it waits for the RM."""
-        plan, tag = state.publishing, state.tag
-        assert plan is not None
-        if state.aborting is not None:
-            return Outcome(False, await self.abort(state, BOT), aborted=True)
-        if state.stopped is not None:
-            text = stop_text(tag, state.stopped)
-            self._reporter.remember_trouble(tag, text)  # told when it stopped
-            return Outcome(False, text)
-        if trouble := await self._reporter.storage_trouble():
-            return Outcome(False, trouble)  # another bot holds the storage: told once
-        names = windows_index.pipeline_for(plan, PIPELINE)
-        if state.to_sign:  # confirmed with a login: the bot's copies are signed first
-            names = (names[0], sign.NAME, *names[1:])
-        try:
-            for name in names:
-                if name in state.steps_done:
-                    continue
-                if state.step_started != name:
-                    self._store.append(tag, BOT, EventKind.STEP_STARTED, step=name)
-                try:
-                    detail = await self.steps[name].run(Run(plan, state))
-                except StagedChanged as err:
-                    return await self._undo(state, err, withdraw=list(err.paths))
-                except sign.SigningFailed as err:
-                    self._metrics.publish_failures += 1
-                    text = await sign.call_off(
-                        self._conn, self._store, self._reporter, state, err, actor=BOT
-                    )
-                    return Outcome(False, text, aborted=True)
-                except PromotionConflict as err:
-                    if not err.moved and not await self._public_or_unknown(state):
-                        return await self._undo(state, err)
-                    files = [f.path for f in plan.files if f.target == err.target]
-                    return await self._stop(state, name, PublishStopped(str(err), tuple(files)))
-                except PublishStopped as err:
-                    return await self._stop(state, name, err)
-                except StateWriteError:
-                    raise
-                except (RelbotError, OSError) as err:
-                    return await self._wait(state, name, err)
-                self._store.append(tag, BOT, EventKind.STEP_DONE, step=name, detail=detail)
-                state = self._store.release(tag)  # a step may add to the plan (signatures)
-                assert state.publishing is not None
-                plan = state.publishing
-            self._store.append(
-                tag, BOT, EventKind.PUBLISHED, files=len(plan.files), size=plan.total_size
-            )
-        except StateWriteError as err:
-            text = (
-                f"Publishing {tag} waits: {err} Nothing more happens until the state file "
-                "can be written again; then it resumes by itself."
-            )
-            await self._reporter.publish_stopped(tag, text, who(state.publisher))
-            return Outcome(False, text)
-        self._metrics.publishes += 1
-        await self._published(tag)
-        return Outcome(True)
-
-    async def _wait(self, state: ReleaseState, step: str, err: RelbotError | OSError) -> Outcome:
-        """A cause that goes away: retried on every scan, told (and logged) once."""
-        tag = state.tag
-        self._metrics.publish_failures += 1
-        reason = err if isinstance(err, RelbotError) else f"{err.strerror or err}."
-        if step == "freeze":
-            out = f"; /abort {tag} cancels it (nothing of it is public)"
-        elif step == "promote":
-            out = f"; /abort {tag} cancels it while nothing of it is public"
-        else:
-            out = ""
-        text = (
-            f"Publishing {tag} stopped at {step}: {reason} It resumes by itself once that "
-            f"is fixed{out}."
-        )
-        if await self._reporter.publish_stopped(tag, text, who(state.publisher)):
-            log.warning("publish of %s stopped at %s: %s", tag, step, reason)
-        return Outcome(False, text)
-
-    async def _stop(self, state: ReleaseState, step: str, err: PublishStopped) -> Outcome:
-        """Retrying cannot help: journal the stop, tell it once; the RM has one way out."""
-        tag = state.tag
-        self._metrics.publish_failures += 1
-        public = step not in ("freeze", "promote") or await self._public_or_unknown(state)
-        stop = Stop(step, str(err), public, err.files)
-        self._store.append(
-            tag,
-            BOT,
-            EventKind.STOPPED,
-            step=step,
-            reason=stop.reason,
-            public=public,
-            files=list(stop.files),
-        )
-        text = stop_text(tag, stop)
-        log.warning("%s", text)
-        await self._reporter.publish_stopped(tag, text, who(state.publisher))
-        return Outcome(False, text)
-
-    async def _undo(
-        self, state: ReleaseState, err: StorageError, *, withdraw: list[str] | None = None
-    ) -> Outcome:
-        """Nothing of the publish is public and it cannot be what was confirmed: drop the
-        bot's copies and abort it; claims on changed files are withdrawn."""
-        tag = state.tag
-        with contextlib.suppress(StorageError):  # copies left behind are dropped next time
-            await asyncio.to_thread(self._conn.storage.discard, tag)
-        self._store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
-        mentions = who(state.publisher)
-        if withdraw is None:
-            text = (
-                f"Publishing {tag} was stopped before anything moved: {err} Nothing was made "
-                f"public and staging is as it was; /publish {tag} works again once that is "
-                "sorted out."
-            )
-        else:
-            claimers = await self._staged_changed(tag, withdraw) if self._staged_changed else []
-            mentions += [p for p in claimers if p not in mentions]
-            text = (
-                f"Publishing {tag} was stopped before anything moved: {err}, so the confirmed "
-                "files cannot be had. Nothing was made public; the claims on those files "
-                f"were withdrawn: say /ready again once they are right, then /publish {tag}."
-            )
-        self._reporter.clear_trouble(tag)
-        await self._reporter.notice(tag, text, mentions=mentions)
-        return Outcome(False, text, aborted=True)
-
-    async def abort(self, state: ReleaseState, person: str) -> str:
-        """Finish a journaled ``/abort``: drop the bot's copies (staging was never touched)
-        and record the publish as aborted; returns what the RM is told."""
-        tag = state.tag
-        kept = ""
-        try:
-            await asyncio.to_thread(self._conn.storage.discard, tag)
-        except PublishStopped as err:  # never touch a folder that is not the bot's
-            kept = f" The bot's copies were not removed: {err}"
-        reason = state.aborting or f"aborted by {person} with /abort"
-        self._store.append(tag, person, EventKind.ABORTED, reason=reason)
-        self._reporter.clear_trouble(tag)
-        await self._reporter.notice(
-            tag, f"The publish of {tag} was aborted ({reason}); nothing was made public."
-        )
-        return (
-            f"Publishing {tag} was aborted: nothing was made public, and staging holds the "
-            f"files as the uploaders left them (the bot only copied them).{kept} Claims are "
-            f"unchanged and /publish {tag} works again."
-        )
-
-    async def made_public(self, state: ReleaseState) -> list[str]:
-        """Planned targets this publish has made public (those public before do not count).
-        Raises :class:`Refusal` when storage cannot tell."""
-        assert state.publishing is not None
-        if "promote" in state.steps_done:
-            return [f.target for f in state.publishing.files]
-        try:
-            present = await asyncio.to_thread(self._conn.storage.in_public, state.publishing)
-        except StorageError as err:
-            raise Refusal(f"Cannot tell what is public yet: {err}") from err
-        before = set(state.public_before)
-        return [t for t in present if t not in before]
-
-    async def _public_or_unknown(self, state: ReleaseState) -> bool:
-        """When storage cannot tell, assume something is: an abort must never half-undo."""
-        try:
-            return bool(await self.made_public(state))
-        except Refusal:
-            return True
 
 
 def who(person: str | None) -> list[str]:
