@@ -12,6 +12,7 @@ from typing import TextIO
 
 from bot.domain.commands import CODE_RE
 from bot.errors import ConfigError
+from bot.ports import Chat
 from bot.ports.messages import ChannelMessage
 from bot.scheduler import Poller
 from bot.service.gate import Gate
@@ -112,7 +113,13 @@ class Console:
     """Reads lines until end of input, answering each before reading the next."""
 
     def __init__(
-        self, gate: Gate, poller: Poller, people: Sequence[str], speaker: str, out: TextIO
+        self,
+        gate: Gate,
+        chat: Chat,
+        poller: Poller,
+        people: Sequence[str],
+        speaker: str,
+        out: TextIO,
     ) -> None:
         self._gate = gate
         self._poller = poller
@@ -120,7 +127,6 @@ class Console:
         self._speaker = speaker
         self._out = out
         # The console's own channel (always, from `relbot run`) prints after each reply.
-        chat = gate.chat
         self._channel = chat if isinstance(chat, ConsoleChat) else None
 
     async def run(self, stdin: TextIO) -> int:

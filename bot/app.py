@@ -20,6 +20,7 @@ from bot.config import Config
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
 from bot.journal.store import StateStore
+from bot.metrics import Metrics
 from bot.ports import (
     Chat,
     Forum,
@@ -30,6 +31,8 @@ from bot.ports import (
     SignatureVerifier,
     Storage,
 )
+from bot.ports.lease import StorageLease
+from bot.service.connections import Connections
 from bot.service.gate import Gate, new_code
 from bot.storage.local import LocalStorage
 
@@ -196,23 +199,27 @@ def build_gate(
     *,
     store: StateStore | None = None,
     connect: bool = True,
+    lease: StorageLease | None = None,
+    metrics: Metrics | None = None,
     code_factory: Callable[[], str] = new_code,
 ) -> Gate:
-    """A gate on the configured storage and state. ``connect=False`` leaves out the services
-    that need secrets (for ``relbot status``, which must work without them)."""
-    return Gate(
-        config,
-        store or StateStore(config.state_path),
+    """A gate on the configured storage and state, built whole: every port it talks through
+    is made here. ``connect=False`` leaves out the services that need secrets (for ``relbot
+    status``, which must work without them); ``lease``: the storage lock ``relbot run``
+    holds; ``metrics``: what ``/metrics`` and ``/healthz`` serve."""
+    conn = Connections(
         build_storage(config),
         chat,
         registry=build_registry(config) if connect else None,
+        verifier=build_verifier(config),
         purger=build_purger(config) if connect else None,
+        lease=lease,
         downloads=build_downloads(config) if connect else None,
         release_page=build_release_page(config) if connect else None,
         forum=build_forum(config) if connect else None,
-        verifier=build_verifier(config),
-        code_factory=code_factory,
     )
+    store = store or StateStore(config.state_path)
+    return Gate(config, store, conn, metrics=metrics, code_factory=code_factory)
 
 
 def build_platform(config: Config, name: str) -> Platform:
@@ -256,7 +263,8 @@ def console_codes(environ: Mapping[str, str] = os.environ) -> Callable[[], str]:
 
 
 def build_console(
-    gate: Gate, poller: Poller, people: Sequence[str], speaker: str, out: TextIO
+    gate: Gate, chat: Chat, poller: Poller, people: Sequence[str], speaker: str, out: TextIO
 ) -> Console:
-    """The console platform: commands typed as ``speaker`` (``/as NAME`` switches)."""
-    return Console(gate, poller, people, speaker, out)
+    """The console platform: commands typed as ``speaker`` (``/as NAME`` switches); ``chat``
+    is the gate's channel (the console's own prints after each reply)."""
+    return Console(gate, chat, poller, people, speaker, out)

@@ -26,6 +26,7 @@ from bot.config import Config
 from bot.demo import BUILT_IN, DEMO_TAG, published_note, stage_demo
 from bot.errors import RelbotError
 from bot.journal.store import StateStore
+from bot.metrics import Metrics
 from bot.ports.lease import StorageLease
 from bot.pydotorg import release_cycle
 
@@ -47,9 +48,8 @@ async def run_platforms(
     if (problem := refresh_release_cycle(config)) is not None:
         print(f"relbot: {problem} Using {config.release_cycle.origin}.", file=sys.stderr)
     chat = platforms_chat(platforms)
-    gate = build_gate(config, chat)
-    gate.metrics.channels = chat.health  # /healthz tells when a channel refuses posts
-    gate.lease = lease
+    metrics = Metrics(channels=chat.health)  # /healthz tells when a channel refuses posts
+    gate = build_gate(config, chat, lease=lease, metrics=metrics)
     _warn_about_folders(config)
     poller = Poller(gate, config.model.poll_interval)
     stop = asyncio.Event()
@@ -67,7 +67,7 @@ async def run_platforms(
         log.warning("relbot %s serving %s", __version__, ", ".join(names))
         await stop.wait()
 
-    async with _health(config, gate, board) as url:
+    async with _health(config, gate, metrics, board) as url:
         if url:
             print(f"relbot: the release board is at {url}", file=sys.stderr, flush=True)
         # A signal must stop the bot even while a platform is still trying to connect.
@@ -97,7 +97,9 @@ def board_port(config: Config, flag: int | None) -> int | None:
 
 
 @contextlib.asynccontextmanager
-async def _health(config: Config, gate: Gate, board: int | None) -> AsyncIterator[str | None]:
+async def _health(
+    config: Config, gate: Gate, metrics: Metrics, board: int | None
+) -> AsyncIterator[str | None]:
     """Serve ``/healthz``, ``/metrics`` and the release board while the bot runs, when
     ``[health]`` or ``board`` (a port, see :func:`board_port`) asks; yields the board's URL."""
     health = config.model.health
@@ -109,7 +111,7 @@ async def _health(config: Config, gate: Gate, board: int | None) -> AsyncIterato
 
     host = health.host if health is not None else "127.0.0.1"
     port = board if board is not None else health.port if health is not None else 0
-    server = HealthServer(gate.metrics, config.model.poll_interval, port, host)
+    server = HealthServer(metrics, config.model.poll_interval, port, host)
     server.serve_board(BoardRoutes(gate))
     try:
         await server.start()
@@ -141,13 +143,14 @@ async def run_console(
         raise RelbotError(f"--as: {speaker!r} is not a person of the config ({', '.join(people)}).")
     codes = console_codes()
     _first_start(config)
-    gate = build_gate(config, console_chat(sys.stdout), code_factory=codes)
-    gate.lease = lease
+    chat, metrics = console_chat(sys.stdout), Metrics()
+    gate = build_gate(config, chat, lease=lease, metrics=metrics, code_factory=codes)
     _warn_about_folders(config)
     poller = Poller(gate, config.model.poll_interval)
-    async with _health(config, gate, board) as url:
+    async with _health(config, gate, metrics, board) as url:
         _banner(config, speaker, url)
-        return await build_console(gate, poller, people, speaker, sys.stdout).run(sys.stdin)
+        console = build_console(gate, chat, poller, people, speaker, sys.stdout)
+        return await console.run(sys.stdin)
 
 
 def _warn_about_folders(config: Config) -> None:

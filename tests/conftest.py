@@ -20,6 +20,7 @@ from bot.journal.store import StateStore
 from bot.logs import setup_logging
 from bot.ports import Chat
 from bot.ports.messages import ChannelKind, ChannelMessage, Reply
+from bot.service.connections import Connections
 from bot.service.gate import Gate
 from bot.storage.local import LocalStorage
 from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
@@ -122,12 +123,12 @@ class World:
     def start(self, storage: LocalStorage | None = None) -> Gate:
         """A fresh gate (a restarted bot) on the same state file and folders."""
         self.store = StateStore(self.root / "data" / "state.db", clock=self.clock)
+        # What the gate talks through: a test gives the gate a registry, a forum… here.
+        self.conn = Connections(storage or self.storage, self.chat, verifier=self.verifier)
         self.gate = Gate(
             self.config,
             self.store,
-            storage or self.storage,
-            self.chat,
-            verifier=self.verifier,
+            self.conn,
             clock=self.clock,
             sleep=self._settle,
             code_factory=self._codes(),

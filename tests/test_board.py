@@ -190,7 +190,7 @@ async def test_python_org_objection_makes_it_unpublishable_as_publish_says(
 ) -> None:
     with PydotorgDouble(users={"rm": ("key", True)}) as api:
         world = BoardWorld(tmp_path)
-        world.gate.registry = PydotorgRegistry(
+        world.conn.registry = PydotorgRegistry(
             api.url, "rm:key", world.profile, auth_source="PYDOTORG_AUTH",
             retry=RetryPolicy(attempts=1, backoff=0.0, sleep=lambda _: None),
         )  # fmt: skip

@@ -9,6 +9,7 @@ import io
 from adapters.console import Console, ConsoleChat
 from bot.ports.messages import ChannelKind, ChannelMessage
 from bot.scheduler import Poller
+from bot.service.connections import Connections
 from bot.service.gate import Gate
 from tests.conftest import World
 
@@ -95,18 +96,17 @@ async def test_an_edit_of_a_message_this_console_never_printed_is_printed_whole(
 def test_the_reply_comes_first_then_what_the_command_changed(world: World) -> None:
     world.stage("3.14.1")
     out = io.StringIO()
+    chat = ConsoleChat(out)
     gate = Gate(
         world.config,
         world.store,
-        world.storage,
-        ConsoleChat(out),
-        verifier=world.verifier,
+        Connections(world.storage, chat, verifier=world.verifier),
         clock=world.clock,
         sleep=world._settle,
     )
     asyncio.run(gate.scan())  # the summary is in the channel before anyone types
     posted = len(out.getvalue().splitlines())
-    console = Console(gate, Poller(gate, 3600), list(world.config.people), "hugo", out)
+    console = Console(gate, chat, Poller(gate, 3600), list(world.config.people), "hugo", out)
 
     code = asyncio.run(console.run(io.StringIO("/ready source 3.14.1\n/ready docs 3.14.1\n")))
 

@@ -27,6 +27,7 @@ from bot.config import load_config
 from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
 from bot.scheduler import Poller
+from bot.service.connections import Connections
 from bot.service.gate import Gate
 from bot.web.board import release_view
 from bot.web.board_html import release_body
@@ -72,16 +73,15 @@ def test_console_fuzz_under_strict_utf8_answers_every_line_and_never_raises(
     world = World(tmp_path)
     world.stage("3.14.1")
     out = io.StringIO()
+    chat = ConsoleChat(out)
     gate = Gate(
         world.config,
         world.store,
-        world.storage,
-        ConsoleChat(out),
-        verifier=world.verifier,
+        Connections(world.storage, chat, verifier=world.verifier),
         clock=world.clock,
         sleep=world._settle,
     )
-    console = Console(gate, Poller(gate, 3600), list(world.config.people), "hugo", out)
+    console = Console(gate, chat, Poller(gate, 3600), list(world.config.people), "hugo", out)
     answers: list[str] = []
     console._say = answers.append  # type: ignore[method-assign]
 

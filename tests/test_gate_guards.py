@@ -31,7 +31,7 @@ async def stuck_publish(world: World, api: PydotorgDouble) -> None:
     """Confirm a publish of 3.14.1 that cannot finish: python.org refuses every write."""
     api.add_release("Python 3.14.1")
     fast = RetryPolicy(attempts=1, sleep=lambda _: None)
-    world.gate.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=fast)
+    world.conn.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=fast)
     world.stage("3.14.1")
     await world.ready_all("3.14.1")
     line = await world.plan("3.14.1")

@@ -32,7 +32,7 @@ def api() -> Iterator[PydotorgDouble]:
 
 def registered_world(tmp_path: Path, api: PydotorgDouble) -> World:
     world = World(tmp_path)
-    world.gate.registry = PydotorgRegistry(
+    world.conn.registry = PydotorgRegistry(
         api.url, f"rm:{KEY}", world.profile, auth_source="PYDOTORG_AUTH", retry=FAST
     )
     return world
@@ -86,7 +86,7 @@ async def test_registration_failing_midway_resumes_and_completes_exactly_once(
 
     api.faults.clear()
     world.start()  # a restart, then the next scan resumes the journal
-    world.gate.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
+    world.conn.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
     await world.gate.scan()
     assert len(api.files("Python 3.14.1")) == 12
     assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]

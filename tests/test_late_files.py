@@ -33,7 +33,7 @@ def api() -> Iterator[PydotorgDouble]:
 def published(tmp_path: Path, api: PydotorgDouble) -> World:
     """3.14.1 published without its macOS installer (the role waived)."""
     world = World(tmp_path)
-    world.gate.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
+    world.conn.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
     world.stage(TAG, roles=["source", "docs", "windows"])
     return world
 
@@ -144,7 +144,7 @@ async def test_a_late_publish_stopped_midway_resumes_after_a_restart(
     assert busy.private and "being published right now" in busy.text
     api.faults.clear()
     world.start()  # a restart; the next scan resumes the journal
-    world.gate.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
+    world.conn.registry = PydotorgRegistry(api.url, f"rm:{KEY}", world.profile, retry=FAST)
     await world.gate.scan()
 
     assert len(api.files("Python 3.14.1")) == 12

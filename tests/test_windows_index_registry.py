@@ -27,7 +27,7 @@ def api() -> Iterator[PydotorgDouble]:
 
 def connected_world(tmp_path: Path, api: PydotorgDouble) -> World:
     world = World(tmp_path)
-    world.gate.registry = PydotorgRegistry(
+    world.conn.registry = PydotorgRegistry(
         api.url, f"rm:{KEY}", world.profile, auth_source="PYDOTORG_AUTH", retry=FAST
     )
     templates = [
@@ -36,7 +36,7 @@ def connected_world(tmp_path: Path, api: PydotorgDouble) -> World:
         )
         for t in world.profile.spec.pydotorg["purge"]
     ]
-    world.gate.purger = CdnPurger(templates, files_url=api.base_url + "ftp/python/", retry=FAST)
+    world.conn.purger = CdnPurger(templates, files_url=api.base_url + "ftp/python/", retry=FAST)
     return world
 
 

@@ -1,7 +1,8 @@
-"""The connections to the outside (the ports) that the gate's collaborators share.
+"""The connections to the outside (the ports) that the gate's collaborators share, built
+whole by the composition root (``bot.app.build_gate``) and given to the gate.
 
-Held in one mutable object so that wiring set after construction (``relbot run`` takes the
-storage lease after building the gate; tests swap in a registry) reaches every collaborator.
+Held in one object, so every collaborator sees the same port: a test that connects its gate
+to a double (a registry, a forum) sets it here, once, for all of them.
 """
 
 from __future__ import annotations

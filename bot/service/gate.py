@@ -40,17 +40,8 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, RelbotError, StagingUnreachable, StorageError
 from bot.metrics import Metrics
 from bot.ports import (
-    Chat,
-    Forum,
     Journal,
-    PublicDownloads,
-    Purger,
-    Registry,
-    ReleasePage,
-    SignatureVerifier,
-    Storage,
 )
-from bot.ports.lease import StorageLease
 from bot.ports.messages import Reply, Tone
 from bot.service import handlers
 from bot.service.connections import Connections
@@ -99,19 +90,18 @@ def new_code() -> str:
 
 
 class Gate:
+    """The front door, built whole by the composition root (``bot.app.build_gate``): the
+    config, the journal, the connections to the world (:class:`Connections`, each port
+    already made) and the metrics it reports to. ``profile`` is the config's profile with
+    the branch statuses journaled with each published plan; ``team`` the config's people."""
+
     def __init__(
         self,
         config: Config,
         store: Journal,
-        storage: Storage,
-        chat: Chat,
+        conn: Connections,
         *,
-        registry: Registry | None = None,
-        verifier: SignatureVerifier | None = None,
-        purger: Purger | None = None,
-        downloads: PublicDownloads | None = None,
-        release_page: ReleasePage | None = None,
-        forum: Forum | None = None,
+        metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         settle_seconds: float = 1.0,
@@ -119,113 +109,22 @@ class Gate:
     ) -> None:
         self.config = config
         self.store = store
-        self._conn = Connections(
-            storage,
-            chat,
-            registry,
-            verifier,
-            purger,
-            downloads=downloads,
-            release_page=release_page,
-            forum=forum,
-        )
+        self._conn = conn
         self._services = Services(
             config,
             store,
             self._conn,
+            metrics or Metrics(),
             clock=clock,
             sleep=sleep,
             settle_seconds=settle_seconds,
             code_factory=code_factory,
         )
+        self.profile: Profile = self._services.profile
+        self.team: Team = self._services.team
+        self.metrics: Metrics = self._services.metrics
+        self.reads: Deadlines = self._services.observer.reads  # each read of staging
         self._clock = clock
-
-    # -- what the gate is wired to (set after construction by `relbot run` and tests) --------
-
-    @property
-    def profile(self) -> Profile:
-        return self._services.profile
-
-    @property
-    def team(self) -> Team:
-        return self._services.team
-
-    @property
-    def metrics(self) -> Metrics:
-        return self._services.metrics
-
-    @property
-    def storage(self) -> Storage:
-        return self._conn.storage
-
-    @property
-    def chat(self) -> Chat:
-        return self._conn.chat
-
-    @property
-    def registry(self) -> Registry | None:
-        return self._conn.registry
-
-    @registry.setter
-    def registry(self, registry: Registry | None) -> None:
-        self._conn.registry = registry
-
-    @property
-    def verifier(self) -> SignatureVerifier | None:
-        return self._conn.verifier
-
-    @verifier.setter
-    def verifier(self, verifier: SignatureVerifier | None) -> None:
-        self._conn.verifier = verifier
-
-    @property
-    def purger(self) -> Purger | None:
-        return self._conn.purger
-
-    @purger.setter
-    def purger(self, purger: Purger | None) -> None:
-        self._conn.purger = purger
-
-    @property
-    def downloads(self) -> PublicDownloads | None:
-        """Where the published files are fetched and checked (``[downloads]``)."""
-        return self._conn.downloads
-
-    @downloads.setter
-    def downloads(self, downloads: PublicDownloads | None) -> None:
-        self._conn.downloads = downloads
-
-    @property
-    def release_page(self) -> ReleasePage | None:
-        """The python.org release page made public (``[pydotorg] release_page``)."""
-        return self._conn.release_page
-
-    @release_page.setter
-    def release_page(self, release_page: ReleasePage | None) -> None:
-        self._conn.release_page = release_page
-
-    @property
-    def forum(self) -> Forum | None:
-        """Where the announcement is posted (``[discourse]``)."""
-        return self._conn.forum
-
-    @forum.setter
-    def forum(self, forum: Forum | None) -> None:
-        self._conn.forum = forum
-
-    @property
-    def reads(self) -> Deadlines:
-        """Every read of staging, each in a thread of its own with a deadline."""
-        return self._services.observer.reads
-
-    @property
-    def lease(self) -> StorageLease | None:
-        """The storage lock, held by `relbot run`."""
-        return self._conn.lease
-
-    @lease.setter
-    def lease(self, lease: StorageLease | None) -> None:
-        self._conn.lease = lease
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -378,7 +277,7 @@ class Gate:
         blockers = publish_blockers(state, rms, listing, readiness, digests)
         if readiness is not None and not blockers:  # /publish would refuse without the words
             blockers += announcing.text_blockers(self.config, self._conn, tag, state)
-        if readiness is not None and not blockers and self.registry is not None:
+        if readiness is not None and not blockers and self._conn.registry is not None:
             assert seen is not None  # as /publish: python.org only when all else is fine
             objection = await self._preflight_lately(tag, seen)
             blockers += [f"python.org: {objection}"] if objection else []
@@ -387,14 +286,14 @@ class Gate:
     async def _preflight_lately(self, tag: ReleaseTag, seen: Sight) -> str:
         """python.org's objection to publishing ``tag`` ("" for none), asked again only when
         the last answer is a poll interval old and no command holds the release."""
-        assert self.registry is not None
+        assert self._conn.registry is not None
         last = seen.preflight
         fresh = last is not None and self._clock() - last[0] < self.config.model.poll_interval
         if last is not None and (fresh or self._services.locks.locked(str(tag))):
             return last[1]
         async with self._services.lock(tag):
             try:
-                await asyncio.to_thread(self.registry.preflight, tag)
+                await asyncio.to_thread(self._conn.registry.preflight, tag)
                 objection = ""
             except RegistryError as err:
                 objection = str(err)

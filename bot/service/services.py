@@ -41,6 +41,7 @@ class Services:
         config: Config,
         store: Journal,
         conn: Connections,
+        metrics: Metrics,
         *,
         clock: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
@@ -56,7 +57,7 @@ class Services:
         self.conn = conn
         self.clock = clock
         self.new_code = code_factory
-        self.metrics = Metrics()
+        self.metrics = metrics
         self.locks = ReleaseLocks()
         self.logins = Logins()
         self.signing = ConfirmSigning(config, conn, self.profile, self.logins)

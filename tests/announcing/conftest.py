@@ -38,13 +38,13 @@ class Announcing:
 
     def wire(self) -> None:
         """Connect the gate (again, after a restart) to every double."""
-        gate, profile = self.world.gate, self.world.profile
-        gate.registry = PydotorgRegistry(self.api.url, f"rm:{API_KEY}", profile, retry=FAST)
-        gate.release_page = ReleasePageClient(v2_url(self.api.url), TOKEN, profile, retry=FAST)
-        gate.forum = DiscourseClient(
+        conn, profile = self.world.conn, self.world.profile
+        conn.registry = PydotorgRegistry(self.api.url, f"rm:{API_KEY}", profile, retry=FAST)
+        conn.release_page = ReleasePageClient(v2_url(self.api.url), TOKEN, profile, retry=FAST)
+        conn.forum = DiscourseClient(
             self.forum.url, FORUM_KEY, "hugo", category=23, tags=["release"], retry=FAST
         )
-        gate.downloads = DownloadsCheck(self.site.url, retry=FAST)
+        conn.downloads = DownloadsCheck(self.site.url, retry=FAST)
 
     def restart(self) -> None:
         self.world.start()

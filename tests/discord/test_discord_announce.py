@@ -25,7 +25,7 @@ def forum() -> Iterator[DiscourseDouble]:
 async def test_a_long_announcement_arrives_whole_in_several_private_messages(
     bot: DiscordPlatform, mock_discord: MockDiscord, dworld: DiscordWorld, forum: DiscourseDouble
 ) -> None:
-    dworld.gate.forum = DiscourseClient(forum.url, "forum-key", "hugo", category=23)
+    dworld.conn.forum = DiscourseClient(forum.url, "forum-key", "hugo", category=23)
     dworld.stage(TAG)
     words = "A paragraph of highlights for this release, long enough to matter. " * 30
 

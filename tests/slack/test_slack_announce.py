@@ -25,7 +25,7 @@ async def test_the_rm_s_announcement_is_private_and_its_hash_is_in_the_plan(
     workspace: Workspace, forum: DiscourseDouble
 ) -> None:
     ws = workspace
-    ws.world.gate.forum = DiscourseClient(forum.url, "forum-key", "hugo", category=23)
+    ws.world.conn.forum = DiscourseClient(forum.url, "forum-key", "hugo", category=23)
     ws.world.stage(TAG)
     await ws.ready_all(TAG)
 

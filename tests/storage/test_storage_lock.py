@@ -145,7 +145,7 @@ async def test_a_confirm_is_refused_while_another_bot_holds_the_storage(
 ) -> None:
     world = sftp_world(tmp_path, sshd)
     world.stage("3.14.1")
-    world.gate.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
+    world.conn.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
     await world.ready_all("3.14.1")
     line = await world.plan("3.14.1")
     # Another bot took the storage over (this one's heartbeat had stalled, say).
@@ -230,7 +230,7 @@ async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_h
             raise StagingUnreachable("Cannot reach dl.example.org (connection refused).")
         return world.storage.lock(holder("/srv/a/state.db"))
 
-    world.gate.lease = LateLease(take)
+    world.conn.lease = LateLease(take)
     world.stage("3.14.1")
     await world.ready_all("3.14.1")
     line = await world.plan("3.14.1")
