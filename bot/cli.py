@@ -1,4 +1,7 @@
-"""The ``relbot`` command line: run, demo, manifest, status, audit, sign, check, health."""
+"""The ``relbot`` command line: run, demo, manifest, status, audit, sign, check, health, wait.
+
+Over 400 lines because it is the whole command line in one place: each subcommand's
+arguments beside the few lines that run it (the work itself is in the packages)."""
 
 from __future__ import annotations
 

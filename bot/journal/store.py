@@ -1,4 +1,6 @@
-"""The state store: an append-only event log in SQLite (WAL), and the one-owner lock."""
+"""The state store: an append-only event log in SQLite (WAL), and the one-owner lock.
+
+Over 400 lines because it is the one SQLite schema with every query made on it."""
 
 from __future__ import annotations
 
@@ -78,6 +80,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
 
 class StateStore:
     """Events of every release in one SQLite file. Writes are durable when ``append`` returns.
+    Over 250 lines because it holds every query of the one schema (see the module).
 
     The folded state of each release is cached with the id of the last event folded into it;
     a read folds only the events appended since (by this process or another one writing the

@@ -5,7 +5,7 @@ A release manager signs each file with ``python3 -m sigstore sign --bundle F.sig
 ``F`` (the file itself is never read here) and the (identity, issuer) expected for the tag's
 branch, and says in one short phrase why a bundle is not good enough.
 
-About 400 lines on purpose: loading the pinned root, reading the bundle and certificate, and
+Over 400 lines because loading the pinned root, reading the bundle and certificate, and
 explaining a refusal are one verification, and its helpers are private to it.
 """
 

@@ -6,6 +6,9 @@ command per batch, where the server lets the bot run commands.
 The round trips that tests replace to inject faults (a listing, an ``lstat``, a hard link, a
 rename, the batch of moves) are callables it is given (:class:`RoundTrips`); the module's own
 functions are the real ones.
+
+Over 400 lines because every primitive of the interface is here, each with the SFTP
+failures it turns into the storage's errors.
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ class RoundTrips:
 
 class SftpFs:
     """The filesystem interface over one SFTP connection; ``group``: the group published
-    files get (needs exec)."""
+    files get (needs exec). Over 250 lines because it is every primitive of
+    :class:`bot.storage.primitives.FileSystem`, each with its SFTP error handling."""
 
     def __init__(
         self,

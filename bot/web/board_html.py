@@ -4,6 +4,8 @@ small inline script that keeps an open page current.
 Every value that comes from outside (file names, reasons, people, commands) goes through
 :func:`_e`; the page's only script and style are constants, allowed by hash in the
 Content-Security-Policy, so even a name that slipped through could not run.
+
+Over 400 lines because it is the pages' HTML, their style and their script, as templates.
 """
 
 from __future__ import annotations
