@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 MUTMUT = Path(sys.executable).with_name("mutmut")
-PACKAGES = ("bot.domain", "bot.storage", "bot.service.handlers")  # else the module itself
+# Mutants are counted per package, else per module.
+PACKAGES = ("bot.domain", "bot.storage", "bot.service.handlers", "bot.service.pipeline")
 LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+)$")
 
 

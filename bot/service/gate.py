@@ -1,7 +1,8 @@
 """The gate: the service layer's front door. It parses a chat line, identifies the person,
 serializes the work on one release, and hands the command to its handler; it runs the
 scheduled scan and resumes interrupted publishes. Every refusal is one sentence and changes
-nothing; storage, signature and registry calls run in worker threads.
+nothing; storage, signature and registry calls run in worker threads. The composition root
+(``bot.app.build_gate``) builds it whole, with every port in one ``Connections``.
 
 Where each question is answered:
 
@@ -11,13 +12,16 @@ Where each question is answered:
 - What blocks a publish?                  ``Readiness.blockers`` (``bot.domain.readiness``)
                                           plus ``bot.domain.blockers.publish_blockers``
 - What each command does                  ``bot.service.handlers`` (one function per command)
+- What may run while a publish is under way
+                                          ``bot.service.while_publishing``
 - What staging holds, its hashes, signatures and install index
                                           ``bot.service.observer.Observer``
-- What happens after a confirmation       ``bot.service.pipeline.runner.Pipeline``, one object
-                                          per step
+- What happens after a confirmation       ``bot.service.pipeline``: the steps (``steps``,
+                                          ``sign``, ``announcing``), run by ``runner``
 - What the channel is told                ``bot.service.reporter.Reporter``
 - What they share (locks, the plan ``/publish`` offers)
                                           ``bot.service.services.Services``
+- What it talks to                        ``bot.ports`` (held in ``Connections``)
 """
 
 from __future__ import annotations
