@@ -1,5 +1,10 @@
 """The configuration file (TOML), validated strictly: unknown keys and wrong types are errors
-that name the key. Secrets are never in the file, only the names of environment variables."""
+that name the key. Secrets are never in the file, only the names of environment variables.
+
+The package: the loader and :class:`Config` here, the rule for each kind of value
+(``values``), the tables (``sections``) and the release cycle read without the network
+(``cycle_copy``). It sits just above the domain: it may import the basics and
+:mod:`bot.domain`, nothing above them."""
 
 from __future__ import annotations
 

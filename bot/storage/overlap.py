@@ -4,7 +4,8 @@ through a symbolic link), publishing moves files onto themselves and loses them.
 Checked where each can be: when the config is read (local folders resolved on this machine;
 server paths compared as written, ``//srv/x`` being ``/srv/x``), and over SFTP where the
 server resolves them (``relbot check``, and ``relbot run`` before it takes the storage
-lock).
+lock). The rule itself is pure (:mod:`bot.domain.folders`); here it is applied to a live
+storage.
 """
 
 from __future__ import annotations
