@@ -25,6 +25,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def checked_bound(value: str | None) -> str | None:
+    """A rule's ``since``/``until`` bound: a branch like 3.14 or a version like 3.12.2."""
+    if value is not None and not _BOUND_RE.fullmatch(value):
+        raise ValueError(f"{value!r} is not a branch like 3.14 or a version like 3.12.2")
+    return value
+
+
 class FileRule(_Strict):
     """One file name (or pattern) with the releases it applies to.
 
@@ -44,9 +51,7 @@ class FileRule(_Strict):
     @field_validator("since", "until")
     @classmethod
     def _branch(cls, value: str | None) -> str | None:
-        if value is not None and not _BOUND_RE.fullmatch(value):
-            raise ValueError(f"{value!r} is not a branch like 3.14 or a version like 3.12.2")
-        return value
+        return checked_bound(value)
 
     def applies_to(self, tag: ReleaseTag, status: str | None = None) -> bool:
         """Whether the rule holds for ``tag`` on a branch in ``status`` (None: unknown)."""
@@ -97,7 +102,7 @@ class ProfileSpec(_Strict):
     @field_validator("signatures_since")
     @classmethod
     def _since(cls, value: str | None) -> str | None:
-        return FileRule._branch(value)
+        return checked_bound(value)
 
 
 class FileKind(StrEnum):
