@@ -10,6 +10,7 @@ built-in default opts out of signatures in the open (``"signatures": {"require":
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError
 from bot.journal.store import OwnerLock, StateStore
 from bot.service.render import when
+from bot.storage.primitives import default_work
 
 DEMO_TAG = ReleaseTag.parse("3.14.1")
 BUILT_IN = "built-in default"  # Config.origin when no config file is used
@@ -58,7 +60,9 @@ def _data(config: Config) -> list[Path]:
     """Everything the rehearsal writes: the folders, the state file and what sits beside it."""
     state = config.state_path
     beside = [state.with_name(state.name + suffix) for suffix in ("-wal", "-shm", ".lock")]
-    return [*_folders(config).values(), state, *beside, state.with_name(CACHE_NAME)]
+    folders = _folders(config)
+    work = Path(default_work(os.path.realpath(folders["public"])))  # the bot's own copies
+    return [*folders.values(), work, state, *beside, state.with_name(CACHE_NAME)]
 
 
 def reset_demo(config: Config) -> list[Path]:

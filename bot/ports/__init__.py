@@ -84,6 +84,12 @@ class Storage(Protocol):
         """
         ...
 
+    def overlap_on_server(self) -> str | None:
+        """Whether the server resolves staging and public to one folder (or one inside the
+        other) through a link: the sentence saying so, else None (local folders are
+        resolved when the config is read)."""
+        ...
+
     def in_public(self, plan: PublishPlan) -> list[str]:
         """The plan's public targets that exist now."""
         ...

@@ -206,6 +206,9 @@ class LocalStorage:
             lambda: promotion.promote(self._fs, self._places, plan, public_before=public_before),
         )
 
+    def overlap_on_server(self) -> str | None:
+        return None  # the config resolved both folders when it was read
+
     def in_public(self, plan: PublishPlan) -> list[str]:
         return _wrapped(
             f"look at {self.public}",

@@ -24,13 +24,7 @@ def refuse_overlap_on_server(storage: Storage) -> None:
     folder or one inside the other (a symbolic link there); a missing folder is not judged
     here (``relbot check`` says so). Local folders were resolved when the config was read.
     Raises ``StagingUnreachable`` when the server cannot be reached."""
-    from bot.storage.local import LocalStorage
-
-    if isinstance(storage, LocalStorage):
-        return  # not even loading paramiko: a local bot starts as fast as before
-    from bot.storage.sftp import SftpStorage
-
-    if isinstance(storage, SftpStorage) and (problem := storage.overlap_on_server()):
+    if problem := storage.overlap_on_server():
         raise ConfigError(problem)
 
 

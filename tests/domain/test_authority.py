@@ -67,3 +67,21 @@ def test_a_branch_without_an_rm_refuses_every_command() -> None:
     assert authority.unmanaged(TEAM, TAG) is None
     refusal = authority.unmanaged(TEAM, ReleaseTag.parse("3.13.9"))
     assert refusal is not None and "No release manager is configured for 3.13" in refusal
+
+
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        (authority.may_publish, "can publish 3.14.1"),
+        (authority.may_abort, "can abort the publish of 3.14.1"),
+        (authority.may_respin, "can re-spin 3.14.1"),
+        (authority.may_waive, "can waive rules for 3.14.1"),
+        (authority.may_unwaive, "can undo waivers of 3.14.1"),
+    ],
+)
+def test_an_rm_only_refusal_names_the_branch_its_rms_and_what_was_refused(
+    rule: object, words: str
+) -> None:
+    assert callable(rule)
+    assert rule(TEAM, "hugo", TAG) is None
+    assert rule(TEAM, "ned", TAG) == f"Only a release manager of 3.14 (hugo) {words}."

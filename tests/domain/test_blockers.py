@@ -78,3 +78,39 @@ def test_a_published_or_publishing_release_is_blocked_whatever_staging_says() ->
     assert publish_blockers(publishing, ["hugo"], {}, None, {}) == [
         "3.14.1 is being published right now"
     ]
+
+
+def test_no_rm_and_a_missing_role_are_both_told() -> None:
+    listing = complete()
+    state = claimed(listing)
+    del state.claims["macos"]
+    readiness = compute_readiness(PROFILE, TAG, listing, previous=listing, claims=state.claims)
+    digests = dict.fromkeys(listing, "a" * 64)
+
+    blockers = publish_blockers(state, [], listing, readiness, digests)
+
+    assert blockers[0] == "no release manager is configured for 3.14"
+    assert blockers[1:] == readiness.blockers and readiness.blockers
+
+
+def test_staging_listed_but_not_judged_yet_blocks() -> None:
+    listing = complete()
+    state = claimed(listing)
+
+    assert publish_blockers(state, ["hugo"], listing, None, {}) == [
+        "staging has not been listed yet"
+    ]
+    assert publish_blockers(state, ["hugo"], None, None, {}) == ["staging has not been listed yet"]
+
+
+def test_every_file_changed_after_ready_is_named_once_per_role() -> None:
+    before = complete()
+    state = claimed(before)
+    paths = [f.path for f in PROFILE.expected(TAG) if f.role == "source"][:2]
+    listing = {**before, **{p: StagedFile(p, before[p].size, T0 + 5) for p in paths}}
+    readiness = compute_readiness(PROFILE, TAG, listing, previous=listing, claims=state.claims)
+    digests = {**dict.fromkeys(listing, "a" * 64), **dict.fromkeys(paths, "b" * 64)}
+
+    blockers = publish_blockers(state, ["hugo"], listing, readiness, digests)
+
+    assert blockers == [f"source: {paths[0]}, {paths[1]} changed after /ready"]

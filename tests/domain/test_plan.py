@@ -14,6 +14,7 @@ from bot.domain.plan import PlanFile, PublishPlan, make_plan
 from bot.domain.profile import Profile, load_profile
 from bot.domain.readiness import compute_readiness
 from bot.domain.tags import ReleaseTag
+from bot.domain.windows_index import ABSENT
 
 T0 = 1_800_000_000.0
 
@@ -163,3 +164,26 @@ def test_the_digest_is_bound_to_the_tag(cpython: Profile) -> None:
 def test_a_plan_file_survives_json(cpython: Profile) -> None:
     for f in plan_for(cpython, "3.14.1", EXTRAS).files:
         assert PlanFile.from_json(f.to_json()) == f
+
+
+def test_the_install_index_replaces_the_live_one_at_the_root_and_goes_last(
+    cpython: Profile,
+) -> None:
+    parsed = ReleaseTag.parse("3.14.1")
+    extras = ("index-windows.json", "index-windows.json.cat")
+    paths = [f.path for f in cpython.expected(parsed)] + list(extras)
+    listing = {p: StagedFile(p, 100 + i, T0) for i, p in enumerate(paths)}
+    claims = {role: Claim(role, "hugo", T0, ()) for role in cpython.roles_for(parsed)}
+    readiness = compute_readiness(cpython, parsed, listing, previous=listing, claims=claims)
+    live = {"index-windows.json": "c" * 64}  # the catalog is not live yet
+
+    plan = make_plan(cpython, readiness, listing, {p: sha(p) for p in paths}, live)
+
+    last = plan.files[-2:]
+    assert [(f.path, f.target, f.role) for f in last] == [
+        ("index-windows.json", "index-windows.json", "windows"),
+        ("index-windows.json.cat", "index-windows.json.cat", "windows"),
+    ]
+    assert [f.replaces for f in last] == ["c" * 64, ABSENT]
+    assert all(f.replaces == "" for f in plan.files[:-2])
+    assert plan.files[-3].path == "windows-3.14.1.json"  # the release's own index before them

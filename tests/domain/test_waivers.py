@@ -7,7 +7,7 @@ import pytest
 
 from bot.domain.profile import Profile, load_profile
 from bot.domain.tags import ReleaseTag
-from bot.domain.waivers import owner_of
+from bot.domain.waivers import WaiverError, owner_of, resolve_target
 
 TAG = ReleaseTag.parse("3.14.1")
 
@@ -25,3 +25,20 @@ def test_a_waived_file_at_the_top_belongs_to_the_first_role_staging_there(
     profile: Profile,
 ) -> None:
     assert owner_of(profile, TAG, "python-3.14.1-README.txt") == "source"
+
+
+@pytest.mark.parametrize(
+    ("word", "sentence"),
+    [
+        ("/Python-3.14.1.tgz", "is not a path inside 3.14.1's staging folder"),
+        ("docs/../../etc/passwd", "is not a path inside 3.14.1's staging folder"),
+        ("x" * 301, "is not a path inside 3.14.1's staging folder"),
+        ("x" * 300, "is neither a role, a required file of 3.14.1"),  # as long as allowed
+    ],
+)
+def test_a_waiver_target_outside_the_release_is_refused_before_anything_is_looked_up(
+    word: str, sentence: str
+) -> None:
+    with pytest.raises(WaiverError) as refused:
+        resolve_target(load_profile("cpython"), TAG, word, {})
+    assert sentence in str(refused.value)

@@ -18,7 +18,7 @@ from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.ports.lease import Holder
 from tests.console_driver import RELBOT
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
 from tests.sshd import SshServer
 
 TIMEOUT = 90
@@ -96,6 +96,7 @@ def test_relbot_run_killed_over_sftp_is_taken_over_at_once_and_resumes_the_publi
         rm = ["3.14"]
         roles = ["source", "docs", "windows", "macos"]
         """)
+        + NO_SIGNATURES
     )
     staged = stage_demo(staging, load_profile("cpython"))
     public.mkdir(parents=True)
