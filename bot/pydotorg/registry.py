@@ -32,8 +32,9 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
-from bot.http_client import HttpClient, HttpService, OtherOrigin, RetryPolicy
+from bot.http_client import HttpClient, RetryPolicy
 from bot.ports import RegistryReport
+from bot.pydotorg.api import PydotorgApi
 
 _log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class _ReleaseTarget:
     os_uris: Mapping[str, str]
 
 
-class PydotorgRegistry(HttpService):
+class PydotorgRegistry(PydotorgApi):
     """python.org's release database through API v1 (``Authorization: ApiKey user:key``).
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
@@ -239,34 +240,6 @@ class PydotorgRegistry(HttpService):
         raise self._refused(response, what)
 
     # -- HTTP
-
-    def _url(self, reference: str) -> httpx.URL:
-        """``reference`` (relative to the API, or an absolute path from the API) as a URL on
-        the API's own origin: the key is never sent anywhere else."""
-        try:
-            return self._http.join(reference)
-        except OtherOrigin as err:
-            raise RegistryError(
-                f"python.org pointed to another site ({err.url.scheme}://{err.url.host}); refusing."
-            ) from None
-
-    def _send(
-        self, method: str, url: httpx.URL, *, what: str, body: Record | None = None
-    ) -> tuple[httpx.Response, int]:
-        try:
-            response, attempts = self._http.send(
-                method,
-                url,
-                content=None if body is None else json.dumps(body).encode(),
-                headers={} if body is None else {"Content-Type": "application/json"},
-            )
-        except httpx.TransportError as err:
-            raise RegistryError(
-                f"python.org could not be reached to {what} ({type(err).__name__} after "
-                f"{self._http.retry.attempts} attempts); try again later."
-            ) from err
-        _log.debug("%s %s → %s", method, url, response.status_code)
-        return response, attempts
 
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
         message = _server_message(response, self._redact)

@@ -25,8 +25,9 @@ from bot.domain.profile import Profile
 from bot.domain.records import PydotorgSettings
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, TagError
-from bot.http_client import HttpClient, HttpService, OtherOrigin, RetryPolicy
+from bot.http_client import HttpClient, RetryPolicy
 from bot.ports import ReleasePageReport
+from bot.pydotorg.api import PydotorgApi
 
 _log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def v2_url(v1_url: str) -> str:
     return str(httpx.URL(base).join("../v2/"))
 
 
-class ReleasePageClient(HttpService):
+class ReleasePageClient(PydotorgApi):
     """python.org's Release records through API v2 (``api_url``: ``…/api/v2/``).
 
     ``token`` is read from the environment by the caller; ``token_source`` names where it
@@ -159,7 +160,7 @@ class ReleasePageClient(HttpService):
 
     def _list(self, params: Mapping[str, str], what: str) -> list[Release]:
         url = self._url(RELEASES).copy_merge_params(dict(params))
-        response = self._send("GET", url, what=f"look up {what}")
+        response, _ = self._send("GET", url, what=f"look up {what}")
         if response.status_code != 200:
             raise self._refused(response, f"look up {what}")
         body = _json(response, what)
@@ -170,39 +171,15 @@ class ReleasePageClient(HttpService):
 
     def _patch(self, ours: Release, wanted: Mapping[str, bool], name: str) -> Release:
         what = f"make the release '{name}' public"
-        response = self._send("PATCH", self._url(str(ours["resource_uri"])), what=what, body=wanted)
+        response, _ = self._send(
+            "PATCH", self._url(str(ours["resource_uri"])), what=what, body=wanted
+        )
         if response.status_code != 200:
             raise self._refused(response, what)
         body = _json(response, what)
         if not _is_release(body):
             raise RegistryError(f"python.org answered the change of '{name}' unexpectedly.")
         return dict(body)
-
-    def _url(self, reference: str) -> httpx.URL:
-        try:
-            return self._http.join(reference)
-        except OtherOrigin as err:
-            raise RegistryError(
-                f"python.org pointed to another site ({err.url.host}); refusing."
-            ) from None
-
-    def _send(
-        self, method: str, url: httpx.URL, *, what: str, body: Mapping[str, bool] | None = None
-    ) -> httpx.Response:
-        try:
-            response, _ = self._http.send(
-                method,
-                url,
-                content=None if body is None else json.dumps(body).encode(),
-                headers={} if body is None else {"Content-Type": "application/json"},
-            )
-        except httpx.TransportError as err:
-            raise RegistryError(
-                f"python.org could not be reached to {what} ({type(err).__name__} after "
-                f"{self._http.retry.attempts} attempts); try again later."
-            ) from err
-        _log.debug("%s %s → %s", method, url, response.status_code)
-        return response
 
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
         message = _server_message(response).replace(self._token, "***")

@@ -93,7 +93,11 @@ def promote(
         where = posixpath.dirname(singles[0].target) if singles else where
         moved = _move_singles(fs, singles, touched, moved_before=bool(renames) or resumed)
     except OSError as err:
-        raise _partly_public(fs, places, plan, before, where, err) from err
+        try:
+            public = [t for t in targets_in_public(fs, places, plan) if t not in before]
+        except OSError:
+            raise err from None  # what is public cannot be told now: the cause itself is said
+        raise _partly_public(plan, public, where, err) from err
     for copy in leftovers:  # public already (an interrupted promotion): the other name goes
         fs.remove(copy)
     fs.finish(touched)
@@ -285,16 +289,10 @@ def _link_no_clobber(fs: FileSystem, m: Move, *, moved: bool) -> bool:
     return True
 
 
-def _partly_public(
-    fs: FileSystem, places: Places, plan: PublishPlan, before: set[str], where: str, err: OSError
-) -> StorageError:
+def _partly_public(plan: PublishPlan, public: list[str], where: str, err: OSError) -> StorageError:
     """The error of a move that failed: the public folder, why, and exactly which files
-    are public."""
+    are public (``public``: the targets this publish made public)."""
     reason = err.strerror or str(err)
-    try:
-        public = [t for t in targets_in_public(fs, places, plan) if t not in before]
-    except OSError:
-        public = []
     if not public:
         return StorageError(f"Cannot publish into {where}: {reason}; nothing was made public.")
     shown = ", ".join(public[:5]) + (f" and {len(public) - 5} more" if len(public) > 5 else "")
