@@ -174,3 +174,12 @@ def test_a_stale_record_holding_the_new_records_slug_is_deleted_before_it_is_cre
     new = record("u/new", "3141-Windows-installer-64-bit")
     steps, _ = schedule([old], {"u/new": new}, SIDECARS)
     assert steps == [Delete(old, replaced=False), Create(new, replaces=False)]
+
+
+def test_a_record_without_a_download_button_is_created_before_the_old_holder_goes() -> None:
+    # Only a second button of one OS collides: a plain file of that OS is created first, so
+    # the release's download button stays until the stale record is deleted last.
+    old = record("u/old", "old", download_button=True)
+    new = record("u/new", "new", download_button=False)
+    steps, _ = schedule([old], {"u/new": new}, SIDECARS)
+    assert steps == [Create(new, replaces=False), Delete(old, replaced=False)]
