@@ -8,8 +8,9 @@ the reason beside it). It is not a test and not part of `make test`: a whole run
 of minutes on the 2-core CI machine (mutmut remembers finished mutants, so a second run only
 re-tests what changed).
 
-    python bench/mutation_score.py            # run mutmut, then summarize
-    python bench/mutation_score.py --no-run   # summarize the last run
+    python bench/mutation_score.py                # run mutmut, then summarize
+    python bench/mutation_score.py 'bot.domain*'  # only these mutants (mutmut's names)
+    python bench/mutation_score.py --no-run       # summarize the last run
 """
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-run", action="store_true", help="only summarize the last run")
     parser.add_argument("--diffs", action="store_true", help="show each survivor's diff")
+    parser.add_argument("mutants", nargs="*", help="only these mutants, e.g. 'bot.domain*'")
     args = parser.parse_args()
     if not args.no_run:
         # mutmut draws a spinner on stderr; its verdicts are read afterwards.
-        subprocess.run([str(MUTMUT), "run"], stdout=subprocess.DEVNULL, check=False)
+        command = [str(MUTMUT), "run", *args.mutants]
+        subprocess.run(command, stdout=subprocess.DEVNULL, check=False)
     verdicts = results()
     if not verdicts:
         print("No mutation results: run `make mutants` first.", file=sys.stderr)

@@ -13,6 +13,7 @@ from bot.domain.files import StagedFile
 from bot.domain.profile import Profile, load_profile
 from bot.domain.readiness import FileStatus, Readiness, compute_readiness
 from bot.domain.tags import ReleaseTag
+from bot.domain.waivers import Waiver
 
 TAG = ReleaseTag.parse("3.14.1")
 T0 = 1_800_000_000.0
@@ -297,3 +298,23 @@ def test_a_stray_file_blocks_even_when_every_role_is_claimed(cpython: Profile) -
     )
 
     assert readiness.blockers == ["staging: Python-3.14.1.tgz.asc (unexpected)"]
+
+
+def test_waiving_one_missing_file_excuses_that_file_only(cpython: Profile) -> None:
+    required = [f.path for f in cpython.expected(TAG)]
+    first, later = required[0], required[-1]  # the waived one is judged before the other
+    listing = without(complete_listing(cpython), first, later)
+    waived = (Waiver(first, is_role=False, person="hugo"),)
+
+    readiness = compute_readiness(
+        cpython,
+        TAG,
+        listing,
+        previous=listing,
+        claims=claims_for(cpython.roles_for(TAG)),
+        waivers=waived,
+    )
+
+    assert status_of(readiness, later) is FileStatus.MISSING
+    assert not readiness.publishable
+    assert any(later in blocker for blocker in readiness.blockers), readiness.blockers
