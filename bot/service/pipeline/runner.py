@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.domain.history import EventKind, ReleaseState, Stop
 from bot.domain.profile import Profile
@@ -115,10 +115,9 @@ class Pipeline:
                     return await self._undo(state, err, withdraw=list(err.paths))
                 except sign.SigningFailed as err:
                     self._metrics.publish_failures += 1
-                    text = await sign.call_off(
-                        self._conn, self._store, self._reporter, state, err, actor=BOT
-                    )
-                    return Outcome(False, text, aborted=True)
+                    log.warning("signing %s failed: %s", tag, err)
+                    reason = f"{sign.SIGNING_FAILED}: {err}"
+                    return await self._drop(state, reason, sign.called_off(tag, err))
                 except PromotionConflict as err:
                     if not err.moved and not await self._public_or_unknown(state):
                         return await self._undo(state, err)
@@ -193,24 +192,33 @@ class Pipeline:
         """Nothing of the publish is public and it cannot be what was confirmed: drop the
         bot's copies and abort it; claims on changed files are withdrawn."""
         tag = state.tag
-        with contextlib.suppress(StorageError):  # copies left behind are dropped next time
-            await asyncio.to_thread(self._conn.storage.discard, tag)
-        self._store.append(tag, BOT, EventKind.ABORTED, reason=str(err))
-        mentions = who(state.publisher)
         if withdraw is None:
             text = (
                 f"Publishing {tag} was stopped before anything moved: {err} Nothing was made "
                 f"public and staging is as it was; /publish {tag} works again once that is "
                 "sorted out."
             )
-        else:
-            claimers = await self._staged_changed(tag, withdraw) if self._staged_changed else []
-            mentions += [p for p in claimers if p not in mentions]
-            text = (
-                f"Publishing {tag} was stopped before anything moved: {err}, so the confirmed "
-                "files cannot be had. Nothing was made public; the claims on those files "
-                f"were withdrawn: say /ready again once they are right, then /publish {tag}."
-            )
+            return await self._drop(state, str(err), text)
+        claimers = await self._staged_changed(tag, withdraw) if self._staged_changed else []
+        text = (
+            f"Publishing {tag} was stopped before anything moved: {err}, so the confirmed "
+            "files cannot be had. Nothing was made public; the claims on those files "
+            f"were withdrawn: say /ready again once they are right, then /publish {tag}."
+        )
+        return await self._drop(state, str(err), text, also=claimers)
+
+    async def _drop(
+        self, state: ReleaseState, reason: str, text: str, *, also: Sequence[str] = ()
+    ) -> Outcome:
+        """Abort a publish of which nothing is public: drop the bot's copies (staging was
+        never touched), journal ``reason``, and tell the channel ``text`` once, mentioning
+        the publisher and ``also``."""
+        tag = state.tag
+        with contextlib.suppress(StorageError):  # copies left behind are dropped next time
+            await asyncio.to_thread(self._conn.storage.discard, tag)
+        self._store.append(tag, BOT, EventKind.ABORTED, reason=reason)
+        mentions = who(state.publisher)
+        mentions += [p for p in also if p not in mentions]
         self._reporter.clear_trouble(tag)
         await self._reporter.notice(tag, text, mentions=mentions)
         return Outcome(False, text, aborted=True)

@@ -17,12 +17,11 @@ new plan and login.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from bot.domain.history import EventKind, ReleaseState, plan_to_json
+from bot.domain.history import EventKind, plan_to_json
 from bot.domain.profile import Profile
 from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
 from bot.domain.signing_plan import sidecar_files, with_signatures
@@ -30,7 +29,6 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import RelbotError, StorageError
 from bot.ports import Journal
 from bot.service.connections import Connections
-from bot.service.reporter import Reporter
 from bot.signing.login import Handover, Logins
 
 if TYPE_CHECKING:
@@ -129,28 +127,10 @@ class Sign:
         return contents
 
 
-async def call_off(
-    conn: Connections,
-    store: Journal,
-    reporter: Reporter,
-    state: ReleaseState,
-    err: SigningFailed,
-    *,
-    actor: str,
-) -> str:
-    """Undo a confirmed publish whose signing failed (nothing is public yet): the bot's
-    copies are dropped and the channel hears why, once; returns what it was told."""
-    tag, publisher = state.tag, state.publisher
-    mentions = [publisher] if publisher and publisher != actor else []
-    log.warning("signing %s failed: %s", tag, err)
-    with contextlib.suppress(StorageError):  # copies left behind are dropped next time
-        await asyncio.to_thread(conn.storage.discard, tag)
-    store.append(tag, actor, EventKind.ABORTED, reason=f"{SIGNING_FAILED}: {err}")
-    text = (
+def called_off(tag: ReleaseTag, err: SigningFailed) -> str:
+    """What the channel and the RM are told when signing calls a publish off."""
+    return (
         f"Publishing {tag} was called off before anything became public: signing failed "
         f"({err}). Staging is as the uploaders left it; type /publish {tag} for a new plan "
         "and login link, then confirm again."
     )
-    reporter.clear_trouble(tag)
-    await reporter.notice(tag, text, mentions=mentions)
-    return text
