@@ -65,15 +65,15 @@ test: install system-deps lint
 bench: install system-deps
 	$(BIN)/python bench/promotion_bench.py
 
-# The mutation score of the rules (not part of `make test`: a nightly job; the whole set takes
-# hours on 2 cores, `make mutants MUTANTS='bot.domain*'` one package; mutmut keeps its results
-# in mutants/ and a second run re-tests only what changed).
+# The mutation score of the rules (not part of `make test`: a nightly job). Suites, each with the
+# tests that cover it: `make mutants SUITES=rules` runs one (`bench/mutation_score.py --list`);
+# mutmut keeps each suite's results in .mutation/SUITE/ and a second run re-tests what changed.
 $(VENV)/.mutation-extras: $(VENV)/.test-extras
 	$(SYNC) --extra test --extra mutation
 	touch $@
 
 mutants: $(VENV)/.mutation-extras system-deps
-	$(BIN)/python bench/mutation_score.py $(MUTANTS)
+	$(BIN)/python bench/mutation_score.py $(SUITES)
 
 # After a change to the dependencies in pyproject.toml: a new uv.lock, and the hashed
 # requirements that the Docker image and `make deploy` install with pip alone.

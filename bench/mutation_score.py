@@ -1,95 +1,271 @@
-"""The mutation score of the rules, per package: how many one-line changes the tests notice.
+"""The mutation score of the rules: how many one-line changes the tests notice, per suite.
 
-`make mutants` runs mutmut (configured in pyproject.toml's ``[tool.mutmut]``: what is mutated,
-which tests run) and then this script, which prints one row per package and every mutant
-that survived, with the diff to read. A survivor is either a missing test (write it) or an
-equivalent change (no behaviour can tell it apart: mark the line ``# pragma: no mutate`` with
-the reason beside it). It is not a test and not part of `make test`: a whole run takes tens
-of minutes on the 2-core CI machine (mutmut remembers finished mutants, so a second run only
-re-tests what changed).
+`make mutants` runs mutmut over the rules in suites, each with the tests that cover it, so that
+one suite fits a nightly job on the 2-core CI machine; then it prints a row per module and every
+mutant left alive, with its diff. A survivor is either a missing test (write it) or an
+equivalent change: no input or state can tell it apart from the code. Equivalents are listed,
+each with its reason, in ``bench/equivalent_mutants.toml``, matched by function and changed line
+(not by mutmut's numbers, which move when the module changes); the score leaves them out.
 
-    python bench/mutation_score.py                # run mutmut, then summarize
-    python bench/mutation_score.py 'bot.domain*'  # only these mutants (mutmut's names)
-    python bench/mutation_score.py --no-run       # summarize the last run
+Each suite runs in its own folder ``.mutation/SUITE/`` (links to the project, and a
+pyproject.toml whose ``[tool.mutmut]`` gets the suite's modules and tests), so suites keep their
+results apart and a second run re-tests only what changed.
+
+    python bench/mutation_score.py                  # every suite: run mutmut, then summarize
+    python bench/mutation_score.py rules records    # these suites
+    python bench/mutation_score.py --no-run rules   # summarize the last run of a suite
+    python bench/mutation_score.py --list           # the suites, their modules and tests
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import re
 import subprocess
 import sys
+import time
+import tomllib
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / ".mutation"
 MUTMUT = Path(sys.executable).with_name("mutmut")
-# Mutants are counted per package, else per module.
-PACKAGES = ("bot.domain", "bot.storage", "bot.service.handlers", "bot.service.pipeline")
+EQUIVALENTS = ROOT / "bench" / "equivalent_mutants.toml"
+# What a suite's folder links to: everything the tests read (mutmut copies these).
+LINKED = ("bot", "tests", "adapters", "deploy", "docs", "bench", "README.md", "Makefile")
 LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+)$")
 
+# The gate-level tests that drive the rules through the commands a release uses.
+GATE = [
+    "tests/test_gate.py",
+    "tests/test_gate_guards.py",
+    "tests/test_holds.py",
+    "tests/test_pinning.py",
+    "tests/test_waivers.py",
+    "tests/test_late_files.py",
+    "tests/test_properties.py",
+    "tests/test_manifest_kinds.py",
+    "tests/test_typed_text.py",
+]
 
-def package_of(mutant: str) -> str:
-    module = mutant.split(".x")[0]  # bot.domain.waivers.x_owner_of__mutmut_1 → bot.domain.waivers
-    return next((p for p in PACKAGES if module.startswith(p + ".")), module)
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    what: str
+    mutate: list[str]
+    tests: list[str]
 
 
-def results() -> dict[str, str]:
-    out = subprocess.run(
-        [str(MUTMUT), "results", "--all", "true"], capture_output=True, text=True, check=True
-    ).stdout
+def _domain(*modules: str) -> list[str]:
+    return [f"bot/domain/{m}.py" for m in modules]
+
+
+SUITES = {
+    "rules": Suite(
+        "what becomes public and who may act",
+        _domain(
+            "authority",
+            "blockers",
+            "claims",
+            "confirmation",
+            "files",
+            "folders",
+            "late",
+            "plan",
+            "readiness",
+            "waivers",
+        ),
+        ["tests/domain", "tests/signatures/test_login.py", *GATE],
+    ),
+    "records": Suite(
+        "what is sent to python.org",
+        [*_domain("records"), "bot/pydotorg/registry.py", "bot/http_client.py"],
+        [
+            "tests/domain",
+            "tests/registry",
+            "tests/test_http_client.py",
+            "tests/test_gate_registry.py",
+            "tests/test_windows_index_registry.py",
+        ],
+    ),
+    "domain": Suite(
+        "the other rules: commands, the announcement, the journal's fold, profiles, tags",
+        _domain(
+            "announcement",
+            "commands",
+            "history",
+            "login",
+            "profile",
+            "release_cycle",
+            "signing",
+            "signing_plan",
+            "tags",
+            "text",
+            "windows_index",
+        ),
+        [
+            "tests/domain",
+            "tests/signatures/test_login.py",
+            "tests/announcing",
+            "tests/test_release_cycle.py",
+            *GATE,
+        ],
+    ),
+    "storage": Suite(
+        "the bytes: the freeze, the promotion, the work area, the lock, both backends",
+        ["bot/storage/*"],
+        ["tests/storage", "tests/test_hostile_staging.py", "tests/test_full_disk.py"],
+    ),
+    "pipeline": Suite(
+        "the publish's steps and their journal, and the commands' handlers",
+        ["bot/service/pipeline/*", "bot/service/handlers/*"],
+        [
+            *GATE,
+            "tests/test_pipeline_steps.py",
+            "tests/test_rehearsal.py",
+            "tests/test_gate_signatures.py",
+            "tests/test_sign_at_confirmation.py",
+            "tests/announcing",
+        ],
+    ),
+}
+
+
+def prepare(name: str, suite: Suite) -> Path:
+    """The suite's folder: links to the project and the project's pyproject.toml with the
+    suite's modules and tests added to its ``[tool.mutmut]`` table."""
+    folder = RUNS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in LINKED:
+        link = folder / entry
+        if not link.is_symlink():
+            link.symlink_to(ROOT / entry)
+    header = "[tool.mutmut]\n"
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    if header not in text:
+        raise SystemExit("pyproject.toml has no [tool.mutmut] table")
+    keys = f"only_mutate = {suite.mutate!r}\npytest_add_cli_args_test_selection = {suite.tests!r}\n"
+    config = text.replace(header, header + keys.replace("'", '"'), 1)
+    target = folder / "pyproject.toml"
+    if not target.exists() or target.read_text(encoding="utf-8") != config:
+        target.write_text(config, encoding="utf-8")
+    return folder
+
+
+def mutmut(folder: Path, *args: str) -> str:
+    done = subprocess.run(
+        [str(MUTMUT), *args], cwd=folder, capture_output=True, text=True, check=False
+    )
+    return done.stdout
+
+
+def verdicts(folder: Path) -> dict[str, str]:
     found = {}
-    for line in out.splitlines():
+    for line in mutmut(folder, "results", "--all", "true").splitlines():
         match = LINE.match(line)
         if match:
             found[match["name"]] = match["status"].strip()
     return found
 
 
+def function_of(mutant: str) -> str:
+    return mutant.rsplit("__mutmut_", 1)[0]
+
+
+def changed_lines(diff: str) -> tuple[str, str]:
+    """The line a mutant removes and the one it adds, stripped (mutmut changes one line)."""
+    old = [
+        line[1:].strip()
+        for line in diff.splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    ]
+    new = [
+        line[1:].strip()
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    return " ".join(old), " ".join(new)
+
+
+def equivalents() -> dict[tuple[str, str, str], str]:
+    listed = tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")).get("equivalent", [])
+    return {(e["function"], e["old"].strip(), e["new"].strip()): e["why"] for e in listed}
+
+
+def report(name: str, folder: Path, diffs: bool) -> collections.Counter[str]:
+    found = verdicts(folder)
+    if not found:
+        print(f"{name}: no results (run the suite first)")
+        return collections.Counter()
+    known = equivalents()
+    table: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    alive: list[tuple[str, str, str]] = []
+    for mutant, status in sorted(found.items()):
+        module = mutant.split(".x")[0]  # bot.domain.waivers.x_owner_of__mutmut_1
+        if status in ("killed", "caught by type check"):  # mypy --strict runs in `make test`
+            table[module]["killed"] += 1
+            continue
+        diff = mutmut(folder, "show", mutant)
+        if (function_of(mutant), *changed_lines(diff)) in known:
+            table[module]["equivalent"] += 1
+            continue
+        table[module][status] += 1
+        alive.append((mutant, status, diff))
+    print(f"\n{name}: {SUITES[name].what}")
+    print(f"{'module':<34} {'mutants':>7} {'killed':>7} {'equiv.':>6} {'alive':>6} {'score':>6}")
+    total: collections.Counter[str] = collections.Counter()
+    for module in sorted(table):
+        total += table[module]
+        print(row(module, table[module]))
+    print(row("all", total))
+    for mutant, status, diff in alive:
+        print(f"  alive: {mutant} ({status})")
+        if diffs:
+            print("    " + diff.strip().replace("\n", "\n    "))
+    return total
+
+
+def row(label: str, counts: collections.Counter[str]) -> str:
+    n = sum(counts.values())
+    killed, equivalent = counts["killed"], counts["equivalent"]
+    alive = n - killed - equivalent
+    score = f"{100 * killed / (n - equivalent):.1f}%" if n > equivalent else "-"
+    return f"{label:<34} {n:>7} {killed:>7} {equivalent:>6} {alive:>6} {score:>6}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="*", help=f"among {', '.join(SUITES)} (default: all)")
     parser.add_argument("--no-run", action="store_true", help="only summarize the last run")
-    parser.add_argument("--diffs", action="store_true", help="show each survivor's diff")
-    parser.add_argument("mutants", nargs="*", help="only these mutants, e.g. 'bot.domain*'")
+    parser.add_argument("--diffs", action="store_true", help="show each live mutant's diff")
+    parser.add_argument("--list", action="store_true", help="the suites, and stop")
+    parser.add_argument("--jobs", type=int, default=0, help="mutmut's children (default: cores)")
     args = parser.parse_args()
-    if not args.no_run:
-        # mutmut draws a spinner on stderr; its verdicts are read afterwards.
-        command = [str(MUTMUT), "run", *args.mutants]
-        subprocess.run(command, stdout=subprocess.DEVNULL, check=False)
-    verdicts = results()
-    if not verdicts:
-        print("No mutation results: run `make mutants` first.", file=sys.stderr)
-        return 1
-    table: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for name, status in verdicts.items():
-        table[package_of(name)][status] += 1
-    print(f"{'package':<22} {'mutants':>7} {'killed':>7} {'survived':>8} {'other':>6} {'score':>6}")
+    unknown = [s for s in args.suites if s not in SUITES]
+    if unknown:
+        parser.error(f"no suite {', '.join(unknown)}; the suites are {', '.join(SUITES)}")
+    if args.list:
+        for name, suite in SUITES.items():
+            print(f"{name}: {suite.what}\n  mutates {' '.join(suite.mutate)}")
+            print(f"  tests   {' '.join(suite.tests)}")
+        return 0
     total: collections.Counter[str] = collections.Counter()
-    for package in sorted(table):
-        counts = table[package]
-        total += counts
-        print(row(package, counts))
-    print(row("all", total))
-    survivors = sorted(n for n, s in verdicts.items() if s != "killed")
-    if survivors:
-        print(f"\nNot killed ({len(survivors)}):")
-        for name in survivors:
-            print(f"  {name}: {verdicts[name]}")
-            if args.diffs:
-                shown = subprocess.run(
-                    [str(MUTMUT), "show", name], capture_output=True, text=True, check=False
-                )
-                print("    " + shown.stdout.strip().replace("\n", "\n    "))
+    for name in args.suites or list(SUITES):
+        folder = prepare(name, SUITES[name])
+        if not args.no_run:
+            started = time.monotonic()
+            jobs = ["--max-children", str(args.jobs)] if args.jobs else []
+            # mutmut draws a spinner; its verdicts are read afterwards.
+            subprocess.run(
+                [str(MUTMUT), "run", *jobs], cwd=folder, stdout=subprocess.DEVNULL, check=False
+            )
+            print(f"{name}: mutmut ran {time.monotonic() - started:.0f} s")
+        total += report(name, folder, args.diffs)
+    if len(args.suites) != 1:
+        print("\n" + row("every suite", total))
     return 0
-
-
-def row(package: str, counts: collections.Counter[str]) -> str:
-    n, killed = sum(counts.values()), counts["killed"]
-    # "caught by type check" is a kill too: mypy --strict is part of `make test`.
-    killed += counts["caught by type check"]
-    survived = counts["survived"]
-    other = n - killed - survived
-    score = f"{100 * killed / n:.1f}%" if n else "-"
-    return f"{package:<22} {n:>7} {killed:>7} {survived:>8} {other:>6} {score:>6}"
 
 
 if __name__ == "__main__":
