@@ -114,8 +114,39 @@ SUITES = {
         ],
     ),
     "storage": Suite(
-        "the bytes: the freeze, the promotion, the work area, the lock, both backends",
-        ["bot/storage/*"],
+        "the bytes, written once over both backends: the freeze, the promotion, the work area",
+        [
+            f"bot/storage/{m}.py"
+            for m in (
+                "aside",
+                "freezer",
+                "listing",
+                "lock",
+                "overlap",
+                "promotion",
+                "walk",
+                "workarea",
+            )
+        ],
+        ["tests/storage", "tests/test_hostile_staging.py", "tests/test_full_disk.py"],
+    ),
+    "backends": Suite(
+        "the filesystems under them: folders of this machine, and SFTP to a server",
+        [
+            f"bot/storage/{m}.py"
+            for m in (
+                "local",
+                "local_fs",
+                "primitives",
+                "remote_copy",
+                "remote_hash",
+                "sftp",
+                "sftp_check",
+                "sftp_files",
+                "sftp_fs",
+                "ssh",
+            )
+        ],
         ["tests/storage", "tests/test_hostile_staging.py", "tests/test_full_disk.py"],
     ),
     "pipeline": Suite(
