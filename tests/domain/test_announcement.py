@@ -52,6 +52,11 @@ def test_titles_follow_cpython_s_form(tag: str, expected: str) -> None:
     assert title(ReleaseTag.parse(tag)) == expected
 
 
+@pytest.mark.parametrize("tag", ["0.0.0b1", "999.999.999rc999", "999.999.999"])
+def test_every_title_fits_the_forum_s_limits_of_15_to_255_characters(tag: str) -> None:
+    assert 15 <= len(title(ReleaseTag.parse(tag))) <= 255
+
+
 def test_the_draft_fills_the_frame_with_links_files_and_words() -> None:
     text = draft(FRAME, TAG, "3.14.1", TARGETS, "  The first maintenance release.  ")
 
