@@ -223,7 +223,7 @@ def _announce(line: str) -> Announce:
 
 def _not_a_command(typed: str, verb: str) -> CommandError:
     """The refusal of an unknown verb, with ``(did you mean /ready?)`` for a near miss."""
-    close = difflib.get_close_matches(verb, USAGE, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(verb, USAGE)  # the best first
     hint = f" (did you mean /{close[0]}?)" if close else ""
     return CommandError(f"{quote_input(typed)} is not a command{hint}; type /help for the list.")
 

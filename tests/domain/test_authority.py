@@ -17,6 +17,7 @@ TEAM = Team(
         "ned": PersonConfig(roles=["macos"]),
         "steve": PersonConfig(roles=["windows"]),
         "eve": PersonConfig(),
+        "ana": PersonConfig(roles=["docs", "source"]),
     }
 )
 
@@ -27,6 +28,8 @@ def test_only_a_holder_of_the_role_says_it_is_ready() -> None:
     assert refusal is not None and "you hold windows" in refusal
     refusal = authority.may_ready(TEAM, "eve", "macos")
     assert refusal is not None and "you hold no role" in refusal
+    refusal = authority.may_ready(TEAM, "ana", "macos")
+    assert refusal is not None and "you hold docs, source." in refusal
 
 
 def test_a_claim_is_withdrawn_by_its_role_or_an_rm() -> None:
@@ -53,6 +56,7 @@ def test_a_hold_is_lifted_by_its_holder_or_an_rm_who_lifts_every_hold() -> None:
         authority.may_respin,
         authority.may_waive,
         authority.may_unwaive,
+        authority.may_announce,
     ],
 )
 def test_rm_commands_are_for_the_branchs_rms_only(rule: authority.RmRule) -> None:
@@ -67,6 +71,7 @@ def test_a_branch_without_an_rm_refuses_every_command() -> None:
     assert authority.unmanaged(TEAM, TAG) is None
     refusal = authority.unmanaged(TEAM, ReleaseTag.parse("3.13.9"))
     assert refusal is not None and "No release manager is configured for 3.13" in refusal
+    assert "add the branch to a person's rm list in the config first." in refusal
 
 
 @pytest.mark.parametrize(
@@ -77,6 +82,7 @@ def test_a_branch_without_an_rm_refuses_every_command() -> None:
         (authority.may_respin, "can re-spin 3.14.1"),
         (authority.may_waive, "can waive rules for 3.14.1"),
         (authority.may_unwaive, "can undo waivers of 3.14.1"),
+        (authority.may_announce, "can read or write the announcement of 3.14.1"),
     ],
 )
 def test_an_rm_only_refusal_names_the_branch_its_rms_and_what_was_refused(

@@ -8,6 +8,10 @@ import pytest
 
 from bot.domain.commands import (
     CODE_RE,
+    MAX_ANNOUNCE_LINE,
+    MAX_LINE,
+    Abort,
+    Announce,
     CommandError,
     Confirm,
     Help,
@@ -18,6 +22,8 @@ from bot.domain.commands import (
     Status,
     Unhold,
     Unready,
+    Unwaive,
+    Waive,
     parse_command,
 )
 from bot.domain.tags import ReleaseTag
@@ -67,8 +73,36 @@ def test_words_may_be_separated_by_several_spaces_and_tabs() -> None:
     assert parse("  /ready   macos\t3.14.1  ") == Ready("macos", T("3.14.1"))
 
 
-def test_verbs_roles_and_tags_are_case_insensitive() -> None:
-    assert parse("/READY MacOS 3.14.0RC1") == Ready("macos", T("3.14.0rc1"))
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("/READY MacOS 3.14.0RC1", Ready("macos", T("3.14.0rc1"))),
+        ("/Unready MACOS 3.14.0RC1", Unready("macos", T("3.14.0rc1"))),
+        ("/status 3.14.0RC1", Status(T("3.14.0rc1"))),
+        ("/hold 3.14.0RC1 wait", Hold(T("3.14.0rc1"), "wait")),
+        ("/unhold 3.14.0RC1", Unhold(T("3.14.0rc1"))),
+        ("/publish 3.14.0RC1", Publish(T("3.14.0rc1"))),
+        ("/respin 3.14.0RC1", Respin(T("3.14.0rc1"))),
+        ("/waive 3.14.0RC1 MacOS", Waive(T("3.14.0rc1"), "macos", "")),
+        ("/unwaive 3.14.0RC1 MacOS", Unwaive(T("3.14.0rc1"), "macos")),
+        ("/abort 3.14.0RC1", Abort(T("3.14.0rc1"))),
+        ("/announce 3.14.0RC1", Announce(T("3.14.0rc1"))),
+    ],
+)
+def test_verbs_roles_and_tags_are_case_insensitive(line: str, command: object) -> None:
+    assert parse(line) == command
+
+
+def test_announce_keeps_the_rm_s_words_as_typed_line_breaks_and_spaces_included() -> None:
+    line = "/announce 3.14.1 The first maintenance release.\n\nThanks  to   everyone."
+
+    assert parse(line) == Announce(
+        T("3.14.1"), "The first maintenance release.\n\nThanks  to   everyone."
+    )
+
+
+def test_announce_with_a_tag_alone_asks_to_see_the_announcement() -> None:
+    assert parse("/announce 3.14.1") == Announce(T("3.14.1"), None)
 
 
 def test_a_hold_reason_keeps_its_words() -> None:
@@ -122,10 +156,24 @@ def test_an_unknown_role_is_refused_listing_the_roles() -> None:
 
 
 def test_an_unknown_verb_is_refused_pointing_to_help() -> None:
-    message = refusal("/deploy 3.14.1")
+    assert refusal("/deploy 3.14.1") == "'/deploy' is not a command; type /help for the list."
 
-    assert "'/deploy' is not a command" in message
-    assert "/help" in message
+
+def test_a_near_miss_of_a_verb_is_refused_naming_the_verb_meant() -> None:
+    assert refusal("/redy macos 3.14.1") == (
+        "'/redy' is not a command (did you mean /ready?); type /help for the list."
+    )
+
+
+@pytest.mark.parametrize("line", ["/help ready", "/help READY", "/help /ready"])
+def test_help_on_one_command_takes_its_verb_with_or_without_the_slash(line: str) -> None:
+    assert parse(line) == Help("ready")
+
+
+def test_help_on_an_unknown_command_is_refused_naming_the_verb_meant() -> None:
+    assert refusal("/help redy") == (
+        "'redy' is not a command (did you mean /ready?); type /help for the list."
+    )
 
 
 @pytest.mark.parametrize("line", ["ready macos 3.14.1", "hello bot", "publish 3.14.1"])
@@ -135,7 +183,26 @@ def test_text_without_a_slash_is_not_a_command(line: str) -> None:
 
 @pytest.mark.parametrize("line", ["", " ", "\t\n"])
 def test_an_empty_line_asks_for_a_command(line: str) -> None:
-    assert "/help" in refusal(line)
+    assert refusal(line) == "Type a command such as /status or /help."
+
+
+def test_a_command_is_at_most_1000_characters() -> None:
+    line = "/hold 3.14.1 " + "x" * (MAX_LINE - len("/hold 3.14.1 "))
+
+    assert parse(line) == Hold(T("3.14.1"), "x" * (MAX_LINE - 13))
+    assert refusal(line + "x") == (
+        "That message is 1,001 characters long; a command is at most 1,000. "
+        "Type /help for the commands."
+    )
+
+
+@pytest.mark.parametrize("indent", ["", "  "])
+def test_announce_may_carry_words_up_to_6000_characters(indent: str) -> None:
+    start = f"{indent}/announce 3.14.1 "
+    words = "x" * (MAX_ANNOUNCE_LINE - len(start))
+
+    assert parse(start + words) == Announce(T("3.14.1"), words)
+    assert "a command is at most 6,000" in refusal(start + words + "x")
 
 
 def test_a_10_kb_line_is_refused_by_length_without_echoing_it() -> None:
@@ -198,8 +265,21 @@ BAD_CODES = [
 def test_a_malformed_code_is_refused_with_what_to_type(code: str) -> None:
     message = refusal(f"/publish 3.14.1 confirm {code}")
 
-    assert "6 to 12" in message
+    assert message.startswith("A confirmation code is 6 to 12 letters and digits")
     assert "/publish 3.14.1" in message
+
+
+def test_a_login_code_is_kept_as_typed() -> None:
+    assert parse("/publish 3.14.1 confirm K7Q2XF abCD.ef-12") == Confirm(
+        T("3.14.1"), "K7Q2XF", "abCD.ef-12"
+    )
+
+
+def test_a_malformed_login_code_is_refused_with_how_to_get_a_new_one() -> None:
+    message = refusal("/publish 3.14.1 confirm K7Q2XF ab<cd>ef")
+
+    assert message.startswith("A login code is the code the login page showed, as it showed it")
+    assert message.endswith("type /publish 3.14.1 confirm <code> <login>.")
 
 
 @pytest.mark.parametrize(

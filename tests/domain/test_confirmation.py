@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code
+from bot.domain.confirmation import CodeFault, CodeProblem, check_code, hash_code, login_refusal
 from bot.domain.history import Offer
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
@@ -49,3 +49,23 @@ def test_a_code_never_issued_is_unknown_with_or_without_an_offer() -> None:
 def test_codes_are_compared_hashed_never_stored_in_clear() -> None:
     assert hash_code("K7Q2XFAB") != "K7Q2XFAB"
     assert len(hash_code("K7Q2XFAB")) == 64
+
+
+def test_one_signed_file_is_named_in_the_singular() -> None:
+    refusal = login_refusal("3.14.1", 1, None)
+
+    assert refusal is not None and "This plan signs 1 file at the confirmation" in refusal
+
+
+def test_two_signed_files_are_named_in_the_plural() -> None:
+    refusal = login_refusal("3.14.1", 2, None)
+
+    assert refusal is not None and "This plan signs 2 files at the confirmation" in refusal
+
+
+def test_a_plan_that_signs_nothing_takes_the_code_alone() -> None:
+    refusal = login_refusal("3.14.1", 0, "abcd.login-code")
+
+    assert refusal is not None and "type /publish 3.14.1 confirm <code> alone." in refusal
+    assert login_refusal("3.14.1", 0, None) is None
+    assert login_refusal("3.14.1", 2, "abcd.login-code") is None

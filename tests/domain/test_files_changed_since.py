@@ -1,0 +1,48 @@
+"""Whether the files a role claimed are still the ones staged: size and mtime first, and the
+content only for the files whose size or mtime moved."""
+
+from __future__ import annotations
+
+from bot.domain.files import SnapshotFile, StagedFile, changed_since, needs_digest
+
+A = SnapshotFile("a.tgz", 10, 1.0, "a" * 64)
+B = SnapshotFile("b.tgz", 20, 2.0, "b" * 64)
+
+
+def staged(old: SnapshotFile, *, size: int = 0, regular: bool = True) -> StagedFile:
+    return StagedFile(old.path, size or old.size, old.mtime, regular=regular)
+
+
+def test_a_file_as_claimed_is_unchanged_and_needs_no_hashing() -> None:
+    listing = {"a.tgz": staged(A), "b.tgz": staged(B)}
+
+    assert needs_digest((A, B), listing) == []
+    assert changed_since((A, B), listing, {}) == []
+
+
+def test_a_file_gone_since_the_claim_is_changed_without_hashing() -> None:
+    listing = {"b.tgz": staged(B)}
+
+    assert needs_digest((A, B), listing) == []
+    assert changed_since((A, B), listing, {}) == ["a.tgz"]
+
+
+def test_a_file_replaced_by_a_symlink_is_changed_without_hashing() -> None:
+    listing = {"a.tgz": staged(A, regular=False), "b.tgz": staged(B)}
+
+    assert needs_digest((A, B), listing) == []
+    assert changed_since((A, B), listing, {}) == ["a.tgz"]
+
+
+def test_a_file_whose_size_moved_is_hashed_and_changed_if_its_content_differs() -> None:
+    listing = {"a.tgz": staged(A), "b.tgz": staged(B, size=21)}
+
+    assert needs_digest((A, B), listing) == ["b.tgz"]
+    assert changed_since((A, B), listing, {"b.tgz": "c" * 64}) == ["b.tgz"]
+    assert changed_since((A, B), listing, {"b.tgz": B.sha256}) == []
+
+
+def test_every_changed_file_is_named_not_only_the_first() -> None:
+    listing = {"b.tgz": staged(B, size=21)}
+
+    assert changed_since((A, B), listing, {"b.tgz": "c" * 64}) == ["a.tgz", "b.tgz"]
