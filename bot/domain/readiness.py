@@ -206,12 +206,8 @@ def compute_readiness(
             owner = owner_of(profile, tag, path)
             per_role[owner].append(FileReadiness(path, status, owner, False, entry.size))
             continue
-        if (
-            entry.problem
-            or entry.has_partial_name
-            or kind.kind is FileKind.UNEXPECTED
-            or kind.role is None
-        ):
+        # An unexpected file is the one kind without a role (the profile classifies so).
+        if entry.problem or entry.has_partial_name or kind.role is None:
             stray.append(
                 FileReadiness(
                     path,

@@ -3,6 +3,7 @@ about a release, file by file, role by role, and whether it can be published."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable
 
@@ -11,7 +12,13 @@ import pytest
 from bot.domain.claims import Claim, Hold, Withdrawal
 from bot.domain.files import StagedFile
 from bot.domain.profile import Profile, load_profile
-from bot.domain.readiness import FileStatus, Readiness, compute_readiness
+from bot.domain.readiness import (
+    FileReadiness,
+    FileStatus,
+    Readiness,
+    compute_readiness,
+    described,
+)
 from bot.domain.tags import ReleaseTag
 from bot.domain.waivers import Waiver
 
@@ -41,9 +48,13 @@ def claims_for(roles: Iterable[str]) -> dict[str, Claim]:
     return {role: Claim(role, "hugo", T0, ()) for role in roles}
 
 
-def status_of(readiness: Readiness, path: str) -> FileStatus:
+def file_of(readiness: Readiness, path: str) -> FileReadiness:
     every = [f for role in readiness.roles for f in role.files] + list(readiness.stray)
-    return next(f.status for f in every if f.path == path)
+    return next(f for f in every if f.path == path)
+
+
+def status_of(readiness: Readiness, path: str) -> FileStatus:
+    return file_of(readiness, path).status
 
 
 def readiness_of(
@@ -318,3 +329,176 @@ def test_waiving_one_missing_file_excuses_that_file_only(cpython: Profile) -> No
     assert status_of(readiness, later) is FileStatus.MISSING
     assert not readiness.publishable
     assert any(later in blocker for blocker in readiness.blockers), readiness.blockers
+
+
+# -- what each file carries (the board and the status show role, optional, size) ---------------
+
+
+def test_a_staged_required_file_carries_its_role_and_size_and_is_required(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+    staged = listing["python-3.14.1-arm64.exe"]
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert file_of(readiness, staged.path) == FileReadiness(
+        staged.path, FileStatus.PRESENT, "windows", True, staged.size
+    )
+
+
+def test_a_required_file_storage_could_not_take_is_described_by_storage_s_reason(
+    cpython: Profile,
+) -> None:
+    broken = StagedFile("python-3.14.1-arm64.exe", 0, T0, regular=False, problem="cannot be read")
+    listing = with_files(complete_listing(cpython), broken)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert "windows: python-3.14.1-arm64.exe (cannot be read)" in readiness.blockers
+
+
+def test_a_macos_installer_built_on_another_macos_stands_for_the_required_one(
+    cpython: Profile,
+) -> None:
+    macos14 = StagedFile("python-3.14.1-macos14.pkg", 5, T0)
+    listing = with_files(without(complete_listing(cpython), "python-3.14.1-macos11.pkg"), macos14)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert readiness.role("macos").files == (
+        FileReadiness(macos14.path, FileStatus.PRESENT, "macos", True, 5),
+    )
+
+
+def test_an_allowed_file_carries_its_role_and_size_and_is_optional(cpython: Profile) -> None:
+    msi = StagedFile("amd64/core.msi", 5, T0)
+    listing = with_files(complete_listing(cpython), msi)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert file_of(readiness, msi.path) == FileReadiness(
+        msi.path, FileStatus.PRESENT, "windows", False, 5
+    )
+
+
+def test_a_stray_file_carries_its_size_and_no_role(cpython: Profile) -> None:
+    listing = with_files(complete_listing(cpython), StagedFile("notes.txt", 10, T0))
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert readiness.stray == (FileReadiness("notes.txt", FileStatus.UNEXPECTED, size=10),)
+
+
+@pytest.mark.parametrize("name", ["amd64/core.msi.part", "amd64/.core.msi"])
+def test_a_partial_upload_in_a_role_s_folder_is_a_staging_problem(
+    cpython: Profile, name: str
+) -> None:
+    listing = with_files(complete_listing(cpython), StagedFile(name, 5, T0))
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert [f.path for f in readiness.stray] == [name]
+    assert readiness.role("windows").complete
+
+
+def test_a_problem_with_the_release_folder_itself_names_the_release_folder(
+    cpython: Profile,
+) -> None:
+    folder = StagedFile("", 0, 0.0, regular=False, problem="cannot be read (Permission denied)")
+    listing = with_files(complete_listing(cpython), folder)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert "staging: the release folder (cannot be read (Permission denied))" in readiness.blockers
+
+
+def test_a_file_with_another_name_somewhere_is_noted_as_hard_linked(cpython: Profile) -> None:
+    listing = complete_listing(cpython)
+    linked = dataclasses.replace(listing["Python-3.14.1.tgz"], links=2)
+    listing = with_files(listing, linked)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert readiness.hard_linked == ("Python-3.14.1.tgz",)
+
+
+def test_readiness_carries_the_status_of_the_release_s_branch(cpython: Profile) -> None:
+    security = cpython.with_statuses({"3.14": "security"})
+
+    readiness = compute_readiness(security, TAG, {})
+
+    assert readiness.branch_status == "security"
+    assert [r.role for r in readiness.roles] == ["source", "docs"]
+
+
+def test_a_list_of_files_names_the_first_ones_then_counts_the_rest() -> None:
+    files = [FileReadiness(f"f{i}.zip", FileStatus.MISSING) for i in range(5)]
+
+    assert described(files, limit=2) == "f0.zip (missing), f1.zip (missing), 3 more"
+    assert described(files[:2], limit=2) == "f0.zip (missing), f1.zip (missing)"
+
+
+# -- waivers of files -------------------------------------------------------------------------
+
+
+def test_a_waived_unexpected_file_is_published_with_the_role_staging_at_the_top(
+    cpython: Profile,
+) -> None:
+    notes, later = StagedFile("notes.txt", 10, T0), StagedFile("zz.txt", 3, T0)
+    listing = with_files(complete_listing(cpython), notes, later)
+
+    readiness = compute_readiness(
+        cpython,
+        TAG,
+        listing,
+        previous=listing,
+        waivers=(Waiver("notes.txt", is_role=False, person="hugo"),),
+    )
+
+    assert FileReadiness("notes.txt", FileStatus.PRESENT, "source", False, 10) in (
+        readiness.role("source").files
+    )
+    assert [f.path for f in readiness.stray] == ["zz.txt"]  # judged after it, still stray
+
+
+def test_a_waived_entry_storage_could_not_take_as_a_file_still_blocks_with_its_reason(
+    cpython: Profile,
+) -> None:
+    folder = StagedFile("extras/", 0, 0.0, regular=False, problem="a folder that cannot be read")
+    listing = with_files(complete_listing(cpython), folder)
+
+    readiness = compute_readiness(
+        cpython,
+        TAG,
+        listing,
+        previous=listing,
+        waivers=(Waiver("extras/", is_role=False, person="hugo"),),
+    )
+
+    assert "staging: extras/ (a folder that cannot be read)" in readiness.blockers
+
+
+# -- files published earlier (late files) -----------------------------------------------------
+
+
+def test_a_required_file_published_earlier_counts_as_delivered_by_its_role(
+    cpython: Profile,
+) -> None:
+    listing = without(complete_listing(cpython), "python-3.14.1-arm64.exe")
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, public={"python-3.14.1-arm64.exe"}
+    )
+
+    assert file_of(readiness, "python-3.14.1-arm64.exe") == FileReadiness(
+        "python-3.14.1-arm64.exe", FileStatus.PUBLIC, "windows", True
+    )
+
+
+def test_an_optional_file_published_earlier_and_staged_again_blocks(cpython: Profile) -> None:
+    listing = with_files(complete_listing(cpython), StagedFile("amd64/core.msi", 5, T0))
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, public={"amd64/core.msi"}
+    )
+
+    assert "windows: amd64/core.msi (already public)" in readiness.blockers
