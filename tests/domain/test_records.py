@@ -120,9 +120,7 @@ def test_a_file_in_a_sub_folder_of_the_release_folder_gets_no_record(profile: Pr
     rules = [{"match": r"\.msi$", "name": "Windows MSI", "os": "windows"}]
     plan = plan_of(profile, "3.14.1", ("windows", "amd64/core.msi"), ("windows", "launcher.msi"))
     settings = settings_with(profile, names="", rules=rules)
-    assert [r.target for r in planned_records(settings, profile, plan)] == [
-        "3.14.1/launcher.msi"
-    ]
+    assert [r.target for r in planned_records(settings, profile, plan)] == ["3.14.1/launcher.msi"]
 
 
 def test_a_long_record_name_is_cut_to_40_characters_in_the_slug(profile: Profile) -> None:
@@ -195,8 +193,10 @@ def test_a_record_moved_to_another_os_is_replaced() -> None:
 
 def test_a_field_the_server_does_not_list_does_not_hide_a_change_in_the_next() -> None:
     have = record("u/a", "a", sha256_sum="1")  # listed without a description
-    assert differs(have, record("u/a", "a", description="Recommended", sha256_sum="2"), SIDECARS)
-    assert not differs(have, record("u/a", "a", description="Recommended", sha256_sum="1"), SIDECARS)
+    changed = record("u/a", "a", description="Recommended", sha256_sum="2")
+    same = record("u/a", "a", description="Recommended", sha256_sum="1")
+    assert differs(have, changed, SIDECARS)
+    assert not differs(have, same, SIDECARS)
 
 
 def test_a_record_renamed_at_its_url_is_deleted_right_before_its_replacement() -> None:
