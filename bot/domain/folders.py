@@ -20,7 +20,8 @@ def server_path(path: str) -> str:
     """``path`` as a POSIX server reads it: ``.``, ``..`` and repeated slashes folded, and
     two leading slashes (which ``posixpath.normpath`` keeps) made one."""
     normal = posixpath.normpath(path)
-    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+    # normpath makes three or more leading slashes one, and keeps exactly two.
+    return normal[1:] if normal.startswith("//") else normal
 
 
 def _as_read(path: PurePath) -> PurePath:

@@ -4,6 +4,8 @@ readiness can count it and nothing already public is staged again."""
 
 from __future__ import annotations
 
+import posixpath
+
 from bot.domain.files import Listing, StagedFile
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
@@ -32,7 +34,7 @@ def as_staged(profile: Profile, tag: ReleaseTag, public: Listing) -> dict[str, S
 
 def announcement(plan: PublishPlan, publisher: str, links: dict[str, str]) -> str:
     """What the channel is told when late files of a published release are public."""
-    names = ", ".join(f.target.rsplit("/", 1)[-1] for f in plan.files[:10])
+    names = ", ".join(posixpath.basename(f.target) for f in plan.files[:10])
     more = f" and {len(plan.files) - 10} more" if len(plan.files) > 10 else ""
     where = "".join(f" {label.capitalize()}: {url}" for label, url in links.items())
     count = f"{len(plan.files)} file" + ("" if len(plan.files) == 1 else "s")

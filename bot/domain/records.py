@@ -313,7 +313,7 @@ def differs(existing: Record, wanted: Record, sidecar_fields: Sequence[str]) -> 
     for key in dict.fromkeys((*wanted, *sidecar_fields)):
         if key not in existing:
             continue
-        have, want = existing[key], wanted.get(key, "")
+        have, want = existing[key], wanted.get(key)
         if key in ("os", "release"):
             have, want = _uri_path(have), _uri_path(want)
         elif key == "filesize":
@@ -325,4 +325,4 @@ def differs(existing: Record, wanted: Record, sidecar_fields: Sequence[str]) -> 
 
 def _uri_path(value: object) -> str:
     # The path only: the API may list a resource by absolute URL or by path.
-    return unquote(urlsplit(str(value)).path) if value else ""
+    return unquote(urlsplit(str(value)).path)

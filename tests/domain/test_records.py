@@ -13,6 +13,7 @@ from bot.domain.profile import Profile, load_profile
 from bot.domain.records import (
     Create,
     Delete,
+    FileRule,
     PydotorgSettings,
     Record,
     differs,
@@ -100,6 +101,37 @@ def test_a_description_since_a_branch_applies_from_that_branch(profile: Profile)
     assert rule.description_for(ReleaseTag.parse("3.13.9")) == "for macOS 10.13 and later"
 
 
+def test_the_newest_description_since_is_the_highest_branch_not_the_last_in_text_order() -> None:
+    rule = FileRule(
+        match="pkg",
+        name="macOS installer",
+        os="macos",
+        description="for every macOS",
+        description_since={"3.9": "for macOS 10.9 and later", "3.10": "for macOS 10.13 and later"},
+    )
+    assert rule.description_for(ReleaseTag.parse("3.14.1")) == "for macOS 10.13 and later"
+    assert rule.description_for(ReleaseTag.parse("3.9.5")) == "for macOS 10.9 and later"
+    assert rule.description_for(ReleaseTag.parse("3.8.1")) == "for every macOS"
+
+
+def test_a_file_in_a_sub_folder_of_the_release_folder_gets_no_record(profile: Profile) -> None:
+    # An MSI folder (amd64/) is published beside the installers but never registered, even
+    # when a rule matches its files' names.
+    rules = [{"match": r"\.msi$", "name": "Windows MSI", "os": "windows"}]
+    plan = plan_of(profile, "3.14.1", ("windows", "amd64/core.msi"), ("windows", "launcher.msi"))
+    settings = settings_with(profile, names="", rules=rules)
+    assert [r.target for r in planned_records(settings, profile, plan)] == ["3.14.1/launcher.msi"]
+
+
+def test_a_long_record_name_is_cut_to_40_characters_in_the_slug(profile: Profile) -> None:
+    name = "Windows embeddable package for the ARM64 platform (experimental)"
+    rules = [{"match": r"-embed-arm64\.zip$", "name": name, "os": "windows"}]
+    plan = plan_of(profile, "3.14.1", ("windows", "python-3.14.1-embed-arm64.zip"))
+    (only,) = planned_records(settings_with(profile, rules=rules), profile, plan)
+    assert only.slug == "3141-Windows-embeddable-package-for-the-ARM64"
+    assert only.name == name
+
+
 def test_two_download_buttons_for_one_os_are_refused(profile: Profile) -> None:
     rules = [
         {"match": r"\.tgz$", "name": "Gzipped", "os": "source", "download_button": True},
@@ -117,8 +149,9 @@ def test_two_files_with_one_slug_are_refused(profile: Profile) -> None:
     plan = plan_of(
         profile, "3.14.1", ("source", "Python-3.14.1.tgz"), ("source", "Python-3.14.1.tar.xz")
     )
-    with pytest.raises(RegistryError, match=r"same python\.org slug '3141-Source'"):
+    with pytest.raises(RegistryError, match=r"same python\.org slug '3141-Source'") as refused:
         planned_records(settings_with(profile, rules=rules), profile, plan)
+    assert "3.14.1/Python-3.14.1.tgz and 3.14.1/Python-3.14.1.tar.xz" in str(refused.value)
 
 
 def test_a_rule_that_is_not_a_regex_is_a_config_error(profile: Profile) -> None:
@@ -129,10 +162,50 @@ def test_a_rule_that_is_not_a_regex_is_a_config_error(profile: Profile) -> None:
 
 
 def test_matching_records_are_left_alone() -> None:
-    have = [record("u/a", "a", resource_uri="/api/v1/downloads/release_file/1/", filesize=10)]
-    want = {"u/a": record("u/a", "a", os="https://www.python.org/api/v1/downloads/os/1/")}
+    have = [
+        record(
+            "u/a",
+            "a",
+            resource_uri="/api/v1/downloads/release_file/1/",
+            filesize=10,
+            release="https://www.python.org/api/v1/downloads/release/5/",
+        )
+    ]
+    want = {
+        "u/a": record(
+            "u/a",
+            "a",
+            os="https://www.python.org/api/v1/downloads/os/1/",
+            release="/api/v1/downloads/release/5/",
+        )
+    }
     want["u/a"]["filesize"] = "10"  # listed as a number, posted as whatever: equal
     assert schedule(have, want, SIDECARS) == ([], 1)
+
+
+def test_a_record_moved_to_another_os_is_replaced() -> None:
+    old = record("u/a", "a", os="https://www.python.org/api/v1/downloads/os/1/")
+    new = record("u/a", "a", os="/api/v1/downloads/os/2/")
+    steps, unchanged = schedule([old], {"u/a": new}, SIDECARS)
+    assert steps == [Delete(old, replaced=True), Create(new, replaces=True)]
+    assert unchanged == 0
+
+
+def test_a_field_the_server_does_not_list_does_not_hide_a_change_in_the_next() -> None:
+    have = record("u/a", "a", sha256_sum="1")  # listed without a description
+    changed = record("u/a", "a", description="Recommended", sha256_sum="2")
+    same = record("u/a", "a", description="Recommended", sha256_sum="1")
+    assert differs(have, changed, SIDECARS)
+    assert not differs(have, same, SIDECARS)
+
+
+def test_a_record_renamed_at_its_url_is_deleted_right_before_its_replacement() -> None:
+    # python.org's URLs are unique: the renamed record (a new slug) cannot be created while
+    # the old one holds its URL.
+    old = record("u/a", "3141-Windows-installer-64-bit")
+    new = record("u/a", "3141-Windows-installer-AMD64")
+    steps, _ = schedule([old], {"u/a": new}, SIDECARS)
+    assert steps == [Delete(old, replaced=True), Create(new, replaces=True)]
 
 
 def test_new_records_come_before_deletions() -> None:

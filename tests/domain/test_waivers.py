@@ -7,7 +7,7 @@ import pytest
 
 from bot.domain.profile import Profile, load_profile
 from bot.domain.tags import ReleaseTag
-from bot.domain.waivers import WaiverError, owner_of, resolve_target
+from bot.domain.waivers import Waiver, WaiverError, owner_of, resolve_target
 
 TAG = ReleaseTag.parse("3.14.1")
 
@@ -42,3 +42,25 @@ def test_a_waiver_target_outside_the_release_is_refused_before_anything_is_looke
     with pytest.raises(WaiverError) as refused:
         resolve_target(load_profile("cpython"), TAG, word, {})
     assert sentence in str(refused.value)
+
+
+def test_with_no_role_staging_at_the_top_a_waived_top_file_belongs_to_the_first_role(
+    profile: Profile,
+) -> None:
+    roles = {
+        name: role.model_copy(update={"folder": role.folder or name})
+        for name, role in profile.spec.roles.items()
+    }
+    nested = Profile(profile.spec.model_copy(update={"roles": roles}))
+    assert nested.roles_for(TAG)[0] == "source"
+    assert owner_of(nested, TAG, "python-3.14.1-README.txt") == "source"
+    assert owner_of(nested, TAG, "windows/python-3.14.1-README.txt") == "windows"
+
+
+def test_a_waiver_names_its_target_who_waived_it_and_why() -> None:
+    waiver = Waiver("python-3.14.1-arm64.exe", False, "hugo", "the ARM64 build broke")
+    assert waiver.describe() == "python-3.14.1-arm64.exe (waived by hugo: the ARM64 build broke)"
+
+
+def test_a_waiver_without_a_reason_names_only_its_target_and_who_waived_it() -> None:
+    assert Waiver("macos", True, "hugo").describe() == "macos (waived by hugo)"
