@@ -57,7 +57,8 @@ class HttpClient:
     """An ``httpx.Client`` that retries, never follows redirects and, given an ``origin``,
     sends nothing anywhere else. Closed by :meth:`close` or a ``with`` block.
 
-    ``headers`` go with every request (an ``Authorization`` header needs an ``origin``).
+    ``headers`` go with every request (an ``Authorization`` header needs an ``origin``);
+    ``timeout`` (seconds, per connect, read or write) is each service's own choice.
     """
 
     def __init__(
@@ -66,7 +67,7 @@ class HttpClient:
         origin: str | None = None,
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
-        timeout: float = 30.0,
+        timeout: float,
         retry: RetryPolicy | None = None,
     ) -> None:
         if origin is None and headers and "Authorization" in headers:
@@ -107,17 +108,18 @@ class HttpClient:
         request = self._client.build_request(method, url, content=content, headers=headers)
         self._check_origin(request.url)
         policy = self.retry
-        for attempt in range(1, policy.attempts + 1):
+        attempt = 1
+        while True:  # the last attempt returns or raises
             response: httpx.Response | None
             try:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as err:
-                if attempt == policy.attempts:
+                if attempt >= policy.attempts:
                     raise
                 reason = type(err).__name__
                 response = None
             else:
-                if response.status_code not in RETRY_STATUSES or attempt == policy.attempts:
+                if response.status_code not in RETRY_STATUSES or attempt >= policy.attempts:
                     return response, attempt
                 response.close()
                 reason = f"HTTP {response.status_code}"
@@ -126,7 +128,7 @@ class HttpClient:
                 "%s %s failed (%s); retrying in %.1f s", request.method, request.url, reason, wait
             )
             policy.sleep(wait)
-        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+            attempt += 1
 
     def close(self) -> None:
         """Close the HTTP connections."""

@@ -62,6 +62,7 @@ def waits() -> list[float]:
 
 
 def client(waits: list[float], **kwargs: Any) -> HttpClient:
+    kwargs.setdefault("timeout", 5.0)
     return HttpClient(retry=RetryPolicy(attempts=3, sleep=waits.append), **kwargs)
 
 
@@ -125,7 +126,7 @@ def test_a_client_with_an_origin_sends_nothing_elsewhere(
 
 def test_credentials_without_an_origin_are_refused() -> None:
     with pytest.raises(ValueError, match="needs an origin"):
-        HttpClient(headers={"Authorization": "ApiKey rm:secret"})
+        HttpClient(headers={"Authorization": "ApiKey rm:secret"}, timeout=5.0)
 
 
 def test_a_transport_error_is_retried_then_raised(waits: list[float]) -> None:
