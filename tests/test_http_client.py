@@ -3,15 +3,19 @@ what it retries and how long it waits, and where it refuses to go."""
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
 import pytest
 
 from bot.http_client import HttpClient, OtherOrigin, RetryPolicy
+from tests.doubles.server import LoopbackServer
 
 
 class Script:
@@ -40,20 +44,11 @@ class Script:
 
             do_GET = do_POST = do_PURGE = _answer
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/api/"
+        self._server = LoopbackServer(Handler)
+        self.url = self._server.url + "api/"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._server.stop()
 
 
 @pytest.fixture
@@ -115,7 +110,7 @@ def test_a_client_with_an_origin_sends_nothing_elsewhere(
     headers = {"Authorization": "ApiKey rm:secret"}
     with client(waits, origin=server.url, headers=headers) as http:
         assert http.join("downloads/os/") == httpx.URL(server.url + "downloads/os/")
-        with pytest.raises(OtherOrigin):
+        with pytest.raises(OtherOrigin, match=r"^127\.0\.0\.2 is not this client's origin$"):
             http.join("http://127.0.0.2/api/downloads/os/")
         other_port = server.url.replace("/api/", "").rsplit(":", 1)[0] + ":9/api/"
         with pytest.raises(OtherOrigin):
@@ -125,7 +120,7 @@ def test_a_client_with_an_origin_sends_nothing_elsewhere(
 
 
 def test_credentials_without_an_origin_are_refused() -> None:
-    with pytest.raises(ValueError, match="needs an origin"):
+    with pytest.raises(ValueError, match=r"^a client that sends credentials needs an origin$"):
         HttpClient(headers={"Authorization": "ApiKey rm:secret"}, timeout=5.0)
 
 
@@ -158,3 +153,119 @@ def test_a_link_to_plain_http_on_the_same_host_is_another_origin(
         with pytest.raises(OtherOrigin):
             http.send("GET", link.format(port=port))
     assert server.seen == []  # nothing was sent, least of all the key
+
+
+def test_a_client_without_an_origin_takes_any_absolute_url(waits: list[float]) -> None:
+    """The CDN purger has no key and no origin: every site is its own."""
+    with client(waits) as http:
+        url = http.join("https://www.python.org/ftp/python/3.14.0/")
+    assert (url.host, url.path) == ("www.python.org", "/ftp/python/3.14.0/")
+
+
+def test_requests_go_through_the_transport_the_client_is_given(
+    server: Script, waits: list[float]
+) -> None:
+    through: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        through.append(str(request.url))
+        return httpx.Response(204)
+
+    with client(waits, transport=httpx.MockTransport(answer)) as http:
+        http.send("GET", server.url + "x")
+    assert through == [server.url + "x"]
+    assert server.seen == []  # nothing went over the network
+
+
+@pytest.mark.parametrize(
+    "zone", [" GMT", " -0000", ""], ids=["gmt", "utc-of-unknown-place", "no-zone"]
+)
+def test_a_retry_after_date_is_waited_until(server: Script, waits: list[float], zone: str) -> None:
+    """An HTTP date in Retry-After is a moment to wait for; one without a zone is in UTC."""
+    in_half_a_minute = datetime.now(UTC) + timedelta(seconds=30)
+    date = email.utils.format_datetime(in_half_a_minute, usegmt=True).removesuffix(" GMT")
+    server.answers = [(503, {"Retry-After": date + zone})]
+    with client(waits) as http:
+        response, attempts = http.send("GET", server.url + "x")
+    assert (response.status_code, attempts) == (200, 2)
+    assert len(waits) == 1 and 28.0 <= waits[0] <= 30.0
+
+
+@pytest.mark.parametrize("ago", [None, timedelta(hours=1)], ids=["zero-seconds", "a-past-date"])
+def test_a_retry_after_that_has_passed_is_retried_at_once(
+    server: Script, waits: list[float], ago: timedelta | None
+) -> None:
+    when = "0" if ago is None else email.utils.format_datetime(datetime.now(UTC) - ago, True)
+    server.answers = [(429, {"Retry-After": when})]
+    with client(waits) as http:
+        response, _ = http.send("GET", server.url + "x")
+    assert (response.status_code, waits) == (200, [0.0])
+
+
+HOLD = 2.0  # seconds a slow server holds back; more than the clients' timeouts below
+
+
+class SlowServer:
+    """A loopback server whose answer (on /silent) or the second half of whose body (on any
+    other path) comes only once :attr:`released` is set, or after ``HOLD`` seconds."""
+
+    BODY = b"0123456789" * 10
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        released, body = self.released, self.BODY
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/silent":
+                    released.wait(HOLD)
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[:50])
+                released.wait(HOLD)
+                self.wfile.write(body[50:])
+
+            def handle(self) -> None:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    super().handle()  # unless the client gave up waiting
+
+        self._server = LoopbackServer(Handler)
+        self.url = self._server.url
+
+    def stop(self) -> None:
+        self.released.set()
+        self._server.stop()
+
+
+@pytest.fixture
+def slow_server() -> Iterator[SlowServer]:
+    slow = SlowServer()
+    yield slow
+    slow.stop()
+
+
+def test_a_server_that_does_not_answer_in_time_is_retried_then_given_up(
+    slow_server: SlowServer, waits: list[float]
+) -> None:
+    with client(waits, timeout=0.2) as http, pytest.raises(httpx.ReadTimeout):
+        http.send("GET", slow_server.url + "silent")
+    assert waits == [1.0, 2.0]
+
+
+def test_a_streamed_answer_is_handed_over_before_its_whole_body_has_arrived(
+    slow_server: SlowServer, waits: list[float]
+) -> None:
+    """A large file is read as it comes, never held in memory whole."""
+    with client(waits, timeout=1.0) as http:
+        response, _ = http.send("GET", slow_server.url + "file", stream=True)
+        slow_server.released.set()  # only now does the rest of the body leave the server
+        try:
+            assert b"".join(response.iter_bytes()) == SlowServer.BODY
+        finally:
+            response.close()
