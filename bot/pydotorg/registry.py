@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, Final
 
 import httpx
@@ -126,10 +127,8 @@ class PydotorgRegistry(PydotorgApi):
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
         for planned in planned_records(self.settings, self._profile, plan):
-            os_uri = target.os_uris.get(planned.os)
-            if os_uri is None:
-                raise RegistryError(f"python.org has no operating system {planned.os!r}.")
-            wanted[planned.url] = planned.to_json(target.release_uri, os_uri)
+            # _target found (or refused) every OS the rules use, and each record's OS is its rule's.
+            wanted[planned.url] = planned.to_json(target.release_uri, target.os_uris[planned.os])
         existing = list(self._release_files(target))
         steps, unchanged = schedule(existing, wanted, tuple(self.settings.sidecars.values()))
         created = replaced = deleted = 0
@@ -259,7 +258,7 @@ class PydotorgRegistry(PydotorgApi):
 
 
 def _pk(resource_uri: str) -> str:
-    return resource_uri.rstrip("/").rsplit("/", 1)[-1]
+    return PurePosixPath(resource_uri).name  # ".../release/12/" → "12"
 
 
 def _objects(page: Mapping[str, Any]) -> list[Record]:

@@ -442,8 +442,16 @@ def test_bad_credentials_give_a_clear_error(
         registry(api, profile, sleeps, auth="rm:wrong-key").preflight(ReleaseTag.parse("3.14.1"))
     message = str(caught.value)
     assert "refused the credentials of API user 'rm'" in message and "HTTP 401" in message
+    assert "check the python.org API key: 'user:apikey' of a staff user" in message
     assert "wrong-key" not in message
     assert sleeps == []  # a 401 is not retried
+
+
+def test_a_refused_key_names_where_it_came_from(api: PydotorgDouble, profile: Profile) -> None:
+    api.add_release("Python 3.14.1")
+    reg = PydotorgRegistry(api.url, "rm:wrong-key", profile, auth_source="PYDOTORG_API_KEY")
+    with pytest.raises(RegistryError, match="check PYDOTORG_API_KEY: 'user:apikey' of a staff"):
+        reg.preflight(ReleaseTag.parse("3.14.1"))
 
 
 def test_a_key_that_is_not_staff_is_refused_at_the_first_write(
@@ -461,7 +469,10 @@ def test_auth_must_be_user_colon_key(profile: Profile) -> None:
     for bad in ("rm", f"rm:{KEY}:x", ":key", "rm:"):
         with pytest.raises(ConfigError) as caught:
             PydotorgRegistry("http://127.0.0.1:9/api/v1/", bad, profile)
-        assert KEY not in str(caught.value) and "exactly one ':'" in str(caught.value)
+        message = str(caught.value)
+        assert KEY not in message and "exactly one ':'" in message
+        assert message.startswith("the python.org API key must be 'user:apikey'")
+        assert message.endswith(" (the value is not shown).")
 
 
 def test_429_retry_after_is_honored(api: PydotorgDouble, profile: Profile, sleeps: Sleeps) -> None:
@@ -481,6 +492,7 @@ def test_connection_errors_are_retried_then_reported(profile: Profile, sleeps: S
     reg = PydotorgRegistry(url, f"rm:{KEY}", profile, retry=RetryPolicy(attempts=3, sleep=sleeps))
     with pytest.raises(RegistryError, match="could not be reached") as caught:
         reg.preflight(ReleaseTag.parse("3.14.1"))
+    assert "could not be reached to look up release 'Python 3.14.1'" in str(caught.value)
     assert sleeps == [1.0, 2.0]
     assert KEY not in str(caught.value)
 
@@ -543,6 +555,7 @@ def test_the_api_key_never_appears_in_logs_errors_or_reprs(
         cause = cause.__cause__
     assert all(KEY not in text for text in texts)
     assert any(r.user == "rm" for r in api.requests)  # the key was really sent
+    assert repr(reg) == f"PydotorgRegistry(api_url={api.url!r}, user='rm')"
 
 
 # --- the double enforces what python.org enforces ---------------------------------------------
