@@ -10,10 +10,10 @@ from pathlib import PurePath, PurePosixPath
 
 
 def folders_overlap(staging: PurePath, public: PurePath) -> bool:
-    """Whether two resolved folders are one, or one is inside the other. Server paths
-    (``PurePosixPath``) are compared as the server reads them: ``//srv/x`` is ``/srv/x``."""
+    """Whether two resolved folders are one, or one is inside the other (a folder is inside
+    itself). POSIX paths are compared as a server reads them: ``//srv/x`` is ``/srv/x``."""
     staging, public = _as_read(staging), _as_read(public)
-    return staging == public or staging.is_relative_to(public) or public.is_relative_to(staging)
+    return staging.is_relative_to(public) or public.is_relative_to(staging)
 
 
 def server_path(path: str) -> str:
@@ -25,7 +25,7 @@ def server_path(path: str) -> str:
 
 
 def _as_read(path: PurePath) -> PurePath:
-    if isinstance(path, PurePosixPath) and str(path).startswith("//"):
+    if isinstance(path, PurePosixPath):
         return type(path)(server_path(str(path)))
     return path
 
