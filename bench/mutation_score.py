@@ -206,18 +206,12 @@ def function_of(mutant: str) -> str:
 
 
 def changed_lines(diff: str) -> tuple[str, str]:
-    """The line a mutant removes and the one it adds, stripped (mutmut changes one line)."""
-    old = [
-        line[1:].strip()
-        for line in diff.splitlines()
-        if line.startswith("-") and not line.startswith("---")
-    ]
-    new = [
-        line[1:].strip()
-        for line in diff.splitlines()
-        if line.startswith("+") and not line.startswith("+++")
-    ]
-    return " ".join(old), " ".join(new)
+    """The lines a mutant removes and the ones it adds, stripped; a line the diff shows on both
+    sides (a closing bracket moved by a deleted argument) is no change."""
+    lines = diff.splitlines()
+    old = [x[1:].strip() for x in lines if x.startswith("-") and not x.startswith("---")]
+    new = [x[1:].strip() for x in lines if x.startswith("+") and not x.startswith("+++")]
+    return " ".join(x for x in old if x not in new), " ".join(x for x in new if x not in old)
 
 
 def equivalents() -> dict[tuple[str, str, str], str]:
