@@ -51,9 +51,7 @@ def test_changed_copies_are_all_named_and_left_out_by_the_way_out(tmp_path: Path
         storage.promote(plan)
 
     said = str(stopped.value)
-    assert (
-        f"(the bot's copy of {FILES[1]} changed, the bot's copy of {FILES[2]} changed)" in said
-    )
+    assert f"(the bot's copy of {FILES[1]} changed, the bot's copy of {FILES[2]} changed)" in said
     assert said.endswith("; nothing more was made public.")
     assert set(stopped.value.files) == set(FILES[1:])  # what finishing without them leaves out
     assert backend.public_files() == {}
