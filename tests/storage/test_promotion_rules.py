@@ -279,3 +279,69 @@ def test_over_sftp_without_inodes_a_different_file_that_appeared_mid_publish_is_
         storage.close()
 
     assert (backend.public / "3.14.0" / FILES[1]).read_text() == "someone else's"
+
+
+def test_a_link_failing_names_the_folder_of_the_first_file_linked(tmp_path: Path) -> None:
+    class LinksFail(LocalStorage):
+        def _link(self, source: Path, target: Path) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+    backend = local(tmp_path, LinksFail)
+    (backend.public / "3.14.0").mkdir()  # existing: its files (and amd64/'s) are linked
+    paths = ["Python-3.14.0rc2.tgz", "amd64/core.msi"]
+    stage(backend, paths)
+
+    with pytest.raises(StorageError) as failed:
+        publish(backend.make(), plan_for(backend, TAG, paths))
+
+    assert str(failed.value) == (
+        f"Cannot publish into {backend.public / '3.14.0'}: Input/output error; "
+        "nothing was made public."
+    )
+
+
+def test_a_conflict_at_the_first_link_after_a_folder_rename_says_files_were_public(
+    tmp_path: Path,
+) -> None:
+    class FirstLinkIntruded(Intruded):
+        at = 1
+
+        def intrude(self, source: Path, target: Path) -> None:
+            target.write_text("someone else's")
+
+    backend = local(tmp_path, FirstLinkIntruded)
+    (backend.public / "3.14.0").mkdir()
+    paths = ["docs/page0.html", *FILES]
+    stage(backend, paths)
+
+    with pytest.raises(PromotionConflict) as conflict:
+        publish(backend.make(), plan_for(backend, TAG, paths))
+
+    assert f"doc/{TAG}/page0.html" in backend.public_files()  # renamed before the links
+    assert conflict.value.moved
+
+
+def test_a_conflict_in_a_resumed_promotion_says_files_were_public(tmp_path: Path) -> None:
+    class CrashesAfterTheFirstLink(LocalStorage):
+        def _link(self, source: Path, target: Path) -> None:
+            super()._link(source, target)
+            raise KeyboardInterrupt  # the process dies
+
+    class SecondLinkIntruded(Intruded):
+        at = 1  # the first link of the resumed promotion: the second file
+
+        def intrude(self, source: Path, target: Path) -> None:
+            target.write_text("someone else's")
+
+    backend = local(tmp_path, CrashesAfterTheFirstLink)
+    (backend.public / "3.14.0").mkdir()
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    with pytest.raises(KeyboardInterrupt):
+        publish(backend.make(), plan)
+
+    with pytest.raises(PromotionConflict) as conflict:
+        SecondLinkIntruded(backend.staging, backend.public).promote(plan)
+
+    assert conflict.value.target == f"3.14.0/{FILES[1]}"
+    assert conflict.value.moved  # the first file was public, from the run that died
