@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.domain.files import StagedFile
-from bot.storage.listing import empty_folder, odd_name, problem, unreadable_folder
+from bot.storage.listing import empty_folder, join, odd_name, problem, unreadable_folder
 
 MAX_DEPTH = 32  # folders below a release's folder (CPython's deepest is 2: docs/, amd64/)
 MAX_ENTRIES = 100_000  # files and folders listed below one release's folder
@@ -82,7 +82,7 @@ def walk(
             return Walked(dict(sorted(found.items())), limit, cut=True)
         left -= len(entries)
         for entry in entries:
-            inner = f"{path}/{entry.name}" if path else entry.name
+            inner = join(path, entry.name)
             if (odd := odd_name(inner)) is not None:
                 found[odd.path] = odd
             elif stat.S_ISDIR(entry.mode):
@@ -105,6 +105,5 @@ def walk(
 
 def _top(path: str, prefix: str) -> str:
     """The first folder of ``path`` below ``prefix``."""
-    inner = path[len(prefix) + 1 :] if prefix else path
-    first = inner.split("/", 1)[0]
-    return f"{prefix}/{first}" if prefix else first
+    below = path[len(prefix) + 1 :] if prefix else path
+    return join(prefix, below.split("/")[0])

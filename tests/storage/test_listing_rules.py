@@ -1,0 +1,72 @@
+"""What a staging listing says about a release folder storage could not take as a folder of
+files (bot/storage/listing.py): one entry under the release folder's key, the reason in
+words an uploader can act on. Local folders (the entries are shared by every backend)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bot.domain.files import RELEASE_FOLDER
+from bot.domain.tags import ReleaseTag
+from bot.storage import walk
+from bot.storage.local import LocalStorage
+from tests.test_hostile_staging import as_nobody, give_to_nobody
+
+TAG = "3.14.0rc2"
+RC2 = ReleaseTag.parse(TAG)
+
+
+def test_a_release_folder_nobody_can_read_is_one_entry_saying_why(shared_root: Path) -> None:
+    staging = shared_root / "staging"
+    (staging / TAG).mkdir(parents=True)
+    (staging / TAG / "Python-3.14.0rc2.tgz").write_bytes(b"x")
+    give_to_nobody(shared_root)
+    (staging / TAG).chmod(0)
+    storage = LocalStorage(staging, shared_root / "public")
+
+    def listing() -> object:
+        found = storage.list_staging(RC2)
+        assert found is not None
+        return {key: [entry.path, entry.regular, entry.problem] for key, entry in found.items()}
+
+    assert as_nobody(listing) == {
+        RELEASE_FOLDER: [RELEASE_FOLDER, False, "cannot be read (Permission denied)"]
+    }
+
+
+def test_a_crowded_release_folder_is_one_entry_saying_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(walk, "MAX_ENTRIES", 2)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / "staging" / TAG).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "staging" / TAG / name).write_text(name)
+
+    listing = LocalStorage(tmp_path / "staging", tmp_path / "public").list_staging(RC2)
+
+    assert listing is not None
+    entry = listing[RELEASE_FOLDER]
+    assert (entry.path, entry.regular) == (RELEASE_FOLDER, False)
+    assert entry.problem == (
+        "holds more than 2 files and folders, more than the bot lists; remove what does not "
+        "belong to the release"
+    )
+
+
+def test_a_symlinked_release_folder_says_to_replace_the_link(tmp_path: Path) -> None:
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "staging" / TAG)
+
+    listing = LocalStorage(tmp_path / "staging", tmp_path / "public").list_staging(RC2)
+
+    assert listing is not None
+    entry = listing[RELEASE_FOLDER]
+    assert (entry.path, entry.regular) == (RELEASE_FOLDER, False)
+    assert entry.problem == (
+        f"is a symbolic link to {tmp_path / 'elsewhere'}; only a real folder is published, "
+        "so replace the link with the folder itself"
+    )
