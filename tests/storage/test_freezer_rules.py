@@ -222,3 +222,22 @@ def test_without_inode_and_ctime_the_bytes_decide_which_originals_are_removed(
 
     assert freezer.tidy(fs, places, plan) == ["b.txt"]
     assert staged_names(storage) == {"b.txt"}
+
+
+class UploaderRemovesFirst(LocalFs):
+    """The uploader removes each staged original just before the bot does."""
+
+    def remove(self, path: str) -> None:
+        Path(path).unlink()
+        super().remove(path)
+
+
+def test_an_original_its_uploader_removes_during_the_tidy_is_no_error(
+    storage: LocalStorage,
+) -> None:
+    plan = PublishPlan(TAG, (staged(storage, "Python-3.14.1.tgz", TARBALL),))
+    assert storage.freeze(plan) == []
+    places = Places(str(storage.staging), str(storage.public), str(storage.work))
+
+    assert freezer.tidy(UploaderRemovesFirst(), places, plan) == []
+    assert not (storage.staging / "3.14.1").exists()
