@@ -241,3 +241,18 @@ def test_an_original_its_uploader_removes_during_the_tidy_is_no_error(
 
     assert freezer.tidy(UploaderRemovesFirst(), places, plan) == []
     assert not (storage.staging / "3.14.1").exists()
+
+
+def test_the_tidy_removes_every_folder_it_left_empty_nested_or_side_by_side(
+    storage: LocalStorage,
+) -> None:
+    files = [
+        staged(storage, "docs/html/library/index.html", b"<html>"),
+        staged(storage, "docs/html/whatsnew/index.html", b"<html>"),
+        staged(storage, "windows/python.exe", b"MZ"),
+    ]
+    plan = PublishPlan(TAG, tuple(files))
+    assert storage.freeze(plan) == []
+
+    assert storage.tidy(plan) == []
+    assert staged_names(storage) == {"Python-3.14.1.tgz"}  # not planned: it stays
