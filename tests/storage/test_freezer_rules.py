@@ -256,3 +256,15 @@ def test_the_tidy_removes_every_folder_it_left_empty_nested_or_side_by_side(
 
     assert storage.tidy(plan) == []
     assert staged_names(storage) == {"Python-3.14.1.tgz"}  # not planned: it stays
+
+
+def test_an_empty_folder_among_the_copies_is_not_made_public_with_them(
+    storage: LocalStorage,
+) -> None:
+    plan = PublishPlan(TAG, (planned("Python-3.14.1.tgz", TARBALL),))
+    assert storage.freeze(plan) == []
+    (storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1" / "empty").mkdir(mode=0o755)
+
+    storage.promote(plan)
+
+    assert {p.name for p in (storage.public / "3.14.1").iterdir()} == {"Python-3.14.1.tgz"}
