@@ -230,7 +230,7 @@ def tidy(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
     for f in remove:
         with contextlib.suppress(FileNotFoundError):
             fs.remove(staged[f.path])
-    prune(fs, places.staged(tag), keep_root=False)
+    prune(fs, places.staged(tag))
     discard(fs, places, tag)
     return sorted(left)
 
@@ -241,11 +241,11 @@ def targets_in_public(fs: FileSystem, places: Places, plan: PublishPlan) -> list
     return [f.target for f in plan.files if listed.entry(places.target(f)) is not None]
 
 
-def prune(fs: FileSystem, root: str, *, keep_root: bool) -> None:
-    """Remove folders left empty under ``root``, innermost first (a folder someone staged
-    more into stays)."""
+def prune(fs: FileSystem, root: str) -> None:
+    """Remove folders left empty under ``root`` and ``root`` itself, innermost first (a
+    folder someone staged more into stays)."""
     folders = _folders(fs, root)
-    if not keep_root and folders is not None:
+    if folders is not None:
         folders.append(root)
     for folder in sorted(folders or [], key=lambda d: -d.count("/")):
         fs.rmdir(folder)

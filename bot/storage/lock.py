@@ -34,6 +34,8 @@ from bot.ports.lease import Holder, StorageLease
 from bot.storage.primitives import FileSystem, Places
 from bot.storage.workarea import check_work
 
+LOCK_LIMIT = 4096  # bytes: relbot writes a few hundred; a larger lock file is not read
+
 
 class LateLease:
     """The lock of a storage that was unreachable when the bot started: the bot serves on
@@ -108,19 +110,20 @@ class Lease:
         for _attempt in range(3):
             if fs.create_small(self.path, self.holder.to_bytes()):
                 return
-            found = fs.read_small(self.path, 4096)
+            found = fs.read_small(self.path, LOCK_LIMIT)
             if found is None:
                 continue  # removed meanwhile: try to create it again
             holder = Holder.from_bytes(found)
             if holder is not None and holder.token == self.holder.token:
                 return
-            if not pinned and holder is None:  # being written this instant, or not relbot's
-                raise StorageLocked(
-                    f"{self.path} on {self.where} names no relbot; if no other relbot runs "
-                    "on this storage, remove that file."
-                )
-            if not pinned and not self._gone(holder):
-                raise StorageLocked(locked_message(self.where, holder))
+            if not pinned:  # no kernel lock says who is alive: the lock file does
+                if holder is None:  # being written this instant, or not relbot's
+                    raise StorageLocked(
+                        f"{self.path} on {self.where} names no relbot; if no other relbot "
+                        "runs on this storage, remove that file."
+                    )
+                if not self._gone(holder):
+                    raise StorageLocked(locked_message(self.where, holder))
             # Abandoned: move it aside under a name only we use, then take it.
             aside = f"{self.path}.stale-{self.holder.token}"
             try:
@@ -130,10 +133,8 @@ class Lease:
             fs.remove(aside)
         raise StorageLocked(locked_message(self.where, self._holder(fs)))
 
-    def _gone(self, holder: Holder | None) -> bool:
+    def _gone(self, holder: Holder) -> bool:
         """Whether ``holder`` (as the lock file names it) cannot be alive."""
-        if holder is None:
-            return False
         return self.holder.outlives(holder) or self._clock() - holder.beat > holder.stale_after
 
     def _renew(self, fs: FileSystem) -> None:
@@ -157,5 +158,5 @@ class Lease:
         fs.unpin(self.places.work)
 
     def _holder(self, fs: FileSystem) -> Holder | None:
-        found = fs.read_small(self.path, 4096)
+        found = fs.read_small(self.path, LOCK_LIMIT)
         return None if found is None else Holder.from_bytes(found)
