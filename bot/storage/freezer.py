@@ -257,27 +257,24 @@ def holds_exactly(fs: FileSystem, root: str, expected: set[str]) -> bool:
     move the whole folder."""
     found: set[str] = set()
 
-    def walk(folder: str, relative: str) -> int | None:
-        """How many files lie below ``folder``; None for anything that is not a file."""
+    def walk(folder: str, relative: str) -> bool:
+        """Whether ``folder`` holds files and folders of files only: not unreadable, not
+        empty, no link, no special file, no empty folder."""
         entries = fs.listdir(folder)
-        if entries is None:
-            return None
-        files = 0
+        if not entries:  # unreadable or empty: an unplanned folder
+            return False
         for name, entry in entries.items():
             path = f"{relative}/{name}" if relative else name
             if entry.is_dir:
-                inner = walk(posixpath.join(folder, name), path)
-                if not inner:  # unreadable, odd, or empty: an unplanned folder
-                    return None
-                files += inner
+                if not walk(posixpath.join(folder, name), path):
+                    return False
             elif entry.is_file:
                 found.add(path)
-                files += 1
             else:
-                return None
-        return files
+                return False
+        return True
 
-    return walk(root, "") is not None and found == expected
+    return walk(root, "") and found == expected
 
 
 def _folders(fs: FileSystem, root: str) -> list[str] | None:

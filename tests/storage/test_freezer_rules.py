@@ -268,3 +268,14 @@ def test_an_empty_folder_among_the_copies_is_not_made_public_with_them(
     storage.promote(plan)
 
     assert {p.name for p in (storage.public / "3.14.1").iterdir()} == {"Python-3.14.1.tgz"}
+
+
+def test_a_link_among_the_copies_is_not_made_public_with_them(storage: LocalStorage) -> None:
+    plan = PublishPlan(TAG, (planned("Python-3.14.1.tgz", TARBALL),))
+    assert storage.freeze(plan) == []
+    tree = storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1"
+    (tree / "elsewhere").symlink_to("/etc")
+
+    storage.promote(plan)
+
+    assert {p.name for p in (storage.public / "3.14.1").iterdir()} == {"Python-3.14.1.tgz"}
