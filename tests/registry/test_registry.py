@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from bot.domain.plan import PlanFile, PublishPlan
-from bot.domain.profile import Profile, load_profile
+from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
 from bot.http_client import RetryPolicy
@@ -24,11 +24,6 @@ FTP = "https://www.python.org/ftp/python/"
 
 
 @pytest.fixture
-def profile() -> Profile:
-    return load_profile("cpython")
-
-
-@pytest.fixture
 def api() -> Iterator[PydotorgDouble]:
     with PydotorgDouble(users={"rm": (KEY, True), "intern": ("intern-key", False)}) as double:
         yield double
@@ -39,11 +34,6 @@ class Sleeps(list[float]):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 def registry(

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.domain.profile import Profile, load_profile
+from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError
 from bot.http_client import RetryPolicy
@@ -30,16 +30,6 @@ def api() -> Iterator[PydotorgDouble]:
     with PydotorgDouble(users={"rm": (KEY, True)}) as double:
         double.add_release("Python 3.14.1")
         yield double
-
-
-@pytest.fixture
-def profile() -> Profile:
-    return load_profile("cpython")
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 # -- a server that gives one answer to everything -----------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.domain.profile import Profile, load_profile
+from bot.domain.profile import Profile
 from bot.domain.records import PydotorgSettings, planned_records
 from bot.errors import RegistryError
 from bot.http_client import RetryPolicy
@@ -81,16 +81,6 @@ def api() -> Iterator[PydotorgDouble]:
 def elsewhere() -> Iterator[Elsewhere]:
     with Elsewhere() as server:
         yield server
-
-
-@pytest.fixture
-def profile() -> Profile:
-    return load_profile("cpython")
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 # -- the key stays on the API's origin ---------------------------------------------------------

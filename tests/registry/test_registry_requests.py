@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot.domain.plan import PublishPlan
-from bot.domain.profile import Profile, load_profile
+from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError
 from bot.ports import RegistryReport
@@ -24,16 +24,6 @@ STALE_URL = "https://www.python.org/ftp/python/3.14.1/old.exe"
 def api() -> Iterator[PydotorgDouble]:
     with PydotorgDouble(users={"rm": (KEY, True)}) as double:
         yield double
-
-
-@pytest.fixture
-def profile() -> Profile:
-    return load_profile("cpython")
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 def lookups(api: PydotorgDouble, kind: str) -> list[dict[str, str]]:
