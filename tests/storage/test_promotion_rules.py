@@ -108,36 +108,26 @@ def test_past_five_public_files_the_failure_names_five_and_counts_the_rest(
     assert f"public already: {', '.join(public[:5])} and 2 more (7 of 10 files)." in said
 
 
-def test_five_public_files_are_all_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("docs", "more"), [(5, ""), (6, " and 1 more")], ids=["five-named", "five-named-one-counted"]
+)
+def test_up_to_five_public_files_are_named_and_the_rest_counted(
+    tmp_path: Path, docs: int, more: str
+) -> None:
     class SecondRenameFails(RenamesFail):
         fail_at = 2
 
     backend = local(tmp_path, SecondRenameFails)
-    docs = DOCS[:5]
-    stage(backend, docs + FILES)
+    stage(backend, DOCS[:docs] + FILES)
 
     with pytest.raises(StorageError) as failed:
-        publish(backend.make(), plan_for(backend, TAG, docs + FILES))
+        publish(backend.make(), plan_for(backend, TAG, DOCS[:docs] + FILES))
 
     public = sorted(backend.public_files())
-    assert len(public) == 5
-    assert str(failed.value).endswith(f"public already: {', '.join(public)} (5 of 8 files).")
-
-
-def test_six_public_files_name_five_and_one_more(tmp_path: Path) -> None:
-    class SecondRenameFails(RenamesFail):
-        fail_at = 2
-
-    backend = local(tmp_path, SecondRenameFails)
-    docs = DOCS[:6]
-    stage(backend, docs + FILES)
-
-    with pytest.raises(StorageError) as failed:
-        publish(backend.make(), plan_for(backend, TAG, docs + FILES))
-
-    public = sorted(backend.public_files())
+    assert len(public) == docs
+    total = docs + len(FILES)
     assert str(failed.value).endswith(
-        f"public already: {', '.join(public[:5])} and 1 more (6 of 9 files)."
+        f"public already: {', '.join(public[:5])}{more} ({docs} of {total} files)."
     )
 
 
