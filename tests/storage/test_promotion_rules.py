@@ -189,6 +189,26 @@ def test_a_copy_that_vanished_mid_publish_is_not_counted_and_is_reported_missing
     assert report.problems == (f"3.14.0/{FILES[2]} is missing",)
 
 
+def test_a_public_file_replaced_by_a_folder_before_the_check_is_reported_not_regular(
+    tmp_path: Path,
+) -> None:
+    class ReplacedAfterItsLink(Intruded):
+        at = 3  # just before the last link: the second file is public by then
+
+        def intrude(self, source: Path, target: Path) -> None:
+            second = target.parent / FILES[1]
+            second.unlink()
+            second.mkdir()  # not the bot's doing; the check after the moves must say so
+
+    backend = local(tmp_path, ReplacedAfterItsLink)
+    (backend.public / "3.14.0").mkdir()  # an existing folder: files are linked one by one
+    stage(backend, FILES)
+
+    report = publish(backend.make(), plan_for(backend, TAG, FILES))
+
+    assert report.problems == (f"3.14.0/{FILES[1]} is not a regular file",)
+
+
 class RefusedThenGone(Intruded):
     """The link is refused (a file appeared at the target), and that file is gone again
     when the promoter looks."""
