@@ -205,6 +205,14 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend("sftp", staging, public, make, crashing_sftp)
 
 
+def staging_and_public(tmp_path: Path) -> tuple[Path, Path]:
+    """Two empty folders of this machine, the staging and the public root."""
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    return staging, public
+
+
 def publish(storage: Storage, plan: PublishPlan) -> PromotionReport:
     """What a confirmation does to storage: the bot's copies, then the promotion."""
     assert storage.freeze(plan) == []

@@ -21,6 +21,7 @@ from bot.storage.local_fs import LocalFs
 from bot.storage.lock import LateLease, Lease
 from bot.storage.overlap import lock_unless_overlapping
 from bot.storage.primitives import FileSystem, Places
+from tests.storage.conftest import staging_and_public
 
 WHERE = "dl.example.org:/srv/.relbot-public"
 
@@ -77,9 +78,7 @@ def named(places: Places) -> Holder | None:
 def test_a_bot_kept_out_by_the_kernel_lock_of_a_bot_whose_lock_file_is_gone_hears_so(
     tmp_path: Path,
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     first = LocalStorage(staging, public).lock(holder("/srv/a/state.db"))
     (tmp_path / ".relbot-public" / "lock").unlink()  # removed by hand
 
@@ -258,9 +257,7 @@ def test_without_kernel_locks_a_holder_that_renews_is_not_taken_over(places: Pla
 def test_with_kernel_locks_a_holder_finding_another_bot_named_in_the_lock_takes_it_back(
     tmp_path: Path,
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     first = LocalStorage(staging, public).lock(holder("/srv/a/state.db"))
     lock = tmp_path / ".relbot-public" / "lock"
     lock.write_bytes(holder("/srv/b/state.db", pid=777).to_bytes())  # no such bot runs
@@ -375,9 +372,7 @@ def test_a_late_lease_never_taken_gives_back_nothing() -> None:
 def test_a_late_lease_taken_at_a_renewal_is_given_back_when_the_bot_stops(
     tmp_path: Path,
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     late = LateLease(lambda: LocalStorage(staging, public).lock(holder("/srv/a/state.db")))
     late.renew()
 
@@ -390,9 +385,7 @@ def test_a_late_lease_taken_at_a_renewal_is_given_back_when_the_bot_stops(
 def test_the_lock_taken_once_staging_and_public_are_known_apart_names_this_bot(
     tmp_path: Path,
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     me = holder("/srv/a/state.db")
 
     taken = lock_unless_overlapping(LocalStorage(staging, public), me)

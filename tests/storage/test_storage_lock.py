@@ -22,7 +22,7 @@ from bot.storage.local import LocalStorage
 from bot.storage.lock import LateLease
 from tests.conftest import World
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, sftp_storage
+from tests.storage.conftest import Backend, sftp_storage, staging_and_public
 from tests.storage.test_gate_over_sftp import sftp_world
 
 TIMEOUT = 60
@@ -65,9 +65,7 @@ def test_the_lock_file_is_in_the_bots_work_folder_out_of_uploaders_reach(
 def test_over_sftp_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     first = sftp_storage(sshd, staging, public).lock(holder("/srv/a/state.db"))
     (tmp_path / LOCK).unlink()  # an operator removed it; another bot took it
     second = sftp_storage(sshd, staging, public).lock(
@@ -85,9 +83,7 @@ def test_over_sftp_a_holder_whose_lock_was_taken_learns_it_at_its_next_renewal(
 def test_locally_the_kernel_lock_decides_and_a_removed_lock_file_is_written_back(
     tmp_path: Path,
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     first = LocalStorage(staging, public).lock(holder("/srv/a/state.db"))
     lock = tmp_path / LOCK
     lock.unlink()  # an operator removed it: no other bot can come in for that
@@ -109,9 +105,7 @@ def test_locally_the_kernel_lock_decides_and_a_removed_lock_file_is_written_back
 def test_over_sftp_a_lock_whose_heartbeat_stopped_is_taken_over(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     dead = holder("/srv/a/state.db")
     dead = replace(dead, beat=time.time() - dead.stale_after - 1)
     sftp_storage(sshd, staging, public).lock(dead)  # its bot was killed
@@ -246,9 +240,7 @@ async def test_a_bot_that_started_while_the_storage_was_down_publishes_once_it_h
 def test_over_sftp_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
+    staging, public = staging_and_public(tmp_path)
     first = sftp_storage(sshd, staging, public).lock(holder("/srv/a/state.db"))
     (tmp_path / LOCK).unlink()
     second = sftp_storage(sshd, staging, public).lock(holder("/srv/b/state.db", pid=777))
