@@ -291,6 +291,30 @@ def test_over_sftp_without_inodes_a_different_file_that_appeared_mid_publish_is_
     assert (backend.public / "3.14.0" / FILES[1]).read_text() == "someone else's"
 
 
+@pytest.mark.parametrize("frozen_over", ["shell", "sftp only"])
+def test_a_publish_finishes_when_the_server_stops_or_starts_showing_inodes_after_the_freeze(
+    sshd: SshServer, sftp_only_sshd: SshServer, tmp_path: Path, frozen_over: str
+) -> None:
+    """The server's config changed between the confirmation and the promotion (commands
+    allowed, then SFTP only, or the other way): a copy whose inode was not recorded, or cannot
+    be seen now, is proved by its hash, and the publish ends with no problem."""
+    backend = local(tmp_path)
+    (backend.public / "3.14.0").mkdir()  # files linked one by one into an existing folder
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    servers = [sshd, sftp_only_sshd] if frozen_over == "shell" else [sftp_only_sshd, sshd]
+    freezing, promoting = (sftp_storage(s, backend.staging, backend.public) for s in servers)
+    try:
+        assert freezing.freeze(plan) == []
+        report = promoting.promote(plan)
+    finally:
+        freezing.close()
+        promoting.close()
+
+    assert report.moved == len(FILES) and report.problems == ()
+    assert set(backend.public_files()) == {f"3.14.0/{f}" for f in FILES}
+
+
 def test_a_link_failing_names_the_folder_of_the_first_file_linked(tmp_path: Path) -> None:
     class LinksFail(LocalStorage):
         def _link(self, source: Path, target: Path) -> None:
