@@ -38,7 +38,7 @@ def test_the_summary_of_a_blocked_index_gives_its_first_blocker() -> None:
 
 
 def test_the_summary_lists_each_version_of_the_release_the_index_holds() -> None:
-    release = installs("3.14.2") + [{"id": "pythoncore-3.14-dbg", "sort-version": "3.14.2-dbg"}]
+    release = [*installs("3.14.2"), {"id": "pythoncore-3.14-dbg", "sort-version": "3.14.2-dbg"}]
     verdict = judge(
         document(release + installs("3.14.1") + installs("3.14.0")), manifest=document(release)
     )
