@@ -40,7 +40,7 @@ def test_json_nested_too_deeply_is_refused_naming_the_source() -> None:
 
 
 def test_a_branch_that_is_not_an_object_has_no_known_status() -> None:
-    with pytest.raises(ConfigError, match="branch '3.14' has no known status"):
+    with pytest.raises(ConfigError, match=r"branch '3\.14' has no known status"):
         parse_release_cycle('{"3.14": "bugfix"}', ORIGIN)
 
 
@@ -48,6 +48,4 @@ def test_an_unknown_status_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(ConfigError) as err:
         parse_release_cycle('{"3.14": {"status": "stable"}}', ORIGIN)
 
-    assert "(one of planned, feature, prerelease, bugfix, security, end-of-life)" in str(
-        err.value
-    )
+    assert "(one of planned, feature, prerelease, bugfix, security, end-of-life)" in str(err.value)
