@@ -233,8 +233,7 @@ def _apply(state: ReleaseState, event: Event) -> None:
             state.waivers.pop(data["target"], None)
         case EventKind.ANNOUNCEMENT_WORDS:
             state.announcement_words = str(data["words"])
-        case EventKind.REFUSED:
-            pass
+        # REFUSED is audit only: it changes no state.
 
 
 def _drop_offer(state: ReleaseState, why: str) -> None:

@@ -260,7 +260,7 @@ class Profile:
 
     def public_folder(self, tag: ReleaseTag, role: str | None = None) -> str:
         """The folder under the public root that ``role``'s files go to (default: artifacts)."""
-        spec = self.spec.roles.get(role or "")
+        spec = self.spec.roles.get(role) if role else None
         return expand(spec.public if spec else "{version}", tag)
 
     def public_target(self, tag: ReleaseTag, role: str, path: str) -> str:
@@ -271,7 +271,7 @@ class Profile:
 
     def is_index(self, path: str) -> bool:
         """Whether ``path`` is an index file, to be published after everything it names."""
-        name = path.rsplit("/", 1)[-1]
+        name = path.rpartition("/")[2]
         return any(_pattern_re(pattern).fullmatch(name) for pattern in self.spec.indexes)
 
     def links(self, tag: ReleaseTag) -> dict[str, str]:
@@ -294,14 +294,18 @@ class Profile:
         for pattern, role in rules.matched:
             if pattern.fullmatch(path):
                 return Classification(FileKind.REQUIRED, role)
-        for suffix in rules.sidecars if path.endswith(rules.sidecars) else ():
+        for suffix in rules.sidecars:
             if path.endswith(suffix):
                 owner = classify(path[: -len(suffix)])
                 if owner.kind in (FileKind.REQUIRED, FileKind.ALLOWED):
                     return Classification(FileKind.SIDECAR, owner.role)
-        if rules.allowed is not None and (found := rules.allowed.fullmatch(path)):
-            rule = int((found.lastgroup or "r0")[1:])
-            return Classification(FileKind.ALLOWED, rules.allowed_roles[rule])
+        # Every group of the alternation is a rule's, so a match always names one.
+        if (
+            rules.allowed is not None
+            and (found := rules.allowed.fullmatch(path))
+            and found.lastgroup
+        ):
+            return Classification(FileKind.ALLOWED, rules.allowed_roles[int(found.lastgroup[1:])])
         return Classification(FileKind.UNEXPECTED)
 
 
