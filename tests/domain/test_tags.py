@@ -133,3 +133,8 @@ def test_tags_sort_in_release_order() -> None:
     ordered = [str(t) for t in sorted(ReleaseTag.parse(t) for t in written)]
 
     assert ordered == ["3.13.9", "3.14.0a1", "3.14.0b2", "3.14.0rc1", "3.14.0", "3.14.1"]
+
+
+def test_a_tag_is_not_older_than_itself() -> None:
+    tag = ReleaseTag.parse("3.14.1")
+    assert not tag < ReleaseTag.parse("3.14.1")
