@@ -299,13 +299,10 @@ class Profile:
                 owner = classify(path[: -len(suffix)])
                 if owner.kind in (FileKind.REQUIRED, FileKind.ALLOWED):
                     return Classification(FileKind.SIDECAR, owner.role)
-        # Every group of the alternation is a rule's, so a match always names one.
-        if (
-            rules.allowed is not None
-            and (found := rules.allowed.fullmatch(path))
-            and found.lastgroup
-        ):
-            return Classification(FileKind.ALLOWED, rules.allowed_roles[int(found.lastgroup[1:])])
+        if rules.allowed is not None and (found := rules.allowed.fullmatch(path)):
+            group = found.lastgroup
+            assert group is not None  # every group of the alternation is a rule's
+            return Classification(FileKind.ALLOWED, rules.allowed_roles[int(group[1:])])
         return Classification(FileKind.UNEXPECTED)
 
 
