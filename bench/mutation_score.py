@@ -176,6 +176,7 @@ SUITES = {
             "tests/test_replies_lead_somewhere.py",
             "tests/test_mentions.py",
             "tests/test_console_output.py",
+            "tests/test_state_growth.py",
         ],
     ),
 }
