@@ -60,9 +60,7 @@ class Sign:
 
     async def run(self, run: Run) -> str:
         plan, state = run.plan, run.state
-        to_sign = state.to_sign
-        if not to_sign:
-            return "nothing to sign"
+        to_sign = state.to_sign  # never empty: the runner runs this step only when it is not
         planned = {f.path for f in plan.files}
         if all(path + BUNDLE_SUFFIX in planned for path in to_sign):
             return "signed before a restart"  # the journal has them; only STEP_DONE was lost
@@ -72,11 +70,7 @@ class Sign:
                 "the login given with the confirmation is gone (the bot restarted, or an "
                 "earlier attempt used it)"
             )
-        if "freeze" not in state.steps_done:
-            raise SigningFailed(
-                "the bot has no checked copies of the confirmed files, so there are no "
-                "digests to sign"
-            )
+        assert "freeze" in state.steps_done  # the runner runs this step after the freeze
         files = {f.path: f for f in plan.files if f.path in set(to_sign)}
         digests = {path: f.sha256 for path, f in files.items()}
         contents = await asyncio.to_thread(self._sign, plan.tag, handover, digests)
