@@ -348,3 +348,28 @@ async def test_a_forum_configured_after_the_confirmation_gets_no_topic(
 
     assert journaled(world, "discourse") == "the confirmed plan has no announcement"
     assert a.forum.topics == []
+
+
+async def test_the_topic_posted_replaces_the_profile_s_own_discussion_link(
+    announcing: Announcing,
+) -> None:
+    a, world = announcing, announcing.world
+    cpython = resources.files("bot.domain").joinpath("profiles", "cpython.toml").read_text("utf-8")
+    own = '"discussion" = "https://discuss.python.org/c/core-dev/23"\n'
+    (world.root / "linked.toml").write_text(
+        cpython.replace("[links]\n", "[links]\n" + own), encoding="utf-8"
+    )
+    settings = world.root / "relbot.toml"
+    text = settings.read_text(encoding="utf-8")
+    assert 'profile = "cpython"' in text
+    settings.write_text(text.replace('profile = "cpython"', 'profile = "linked.toml"'), "utf-8")
+    world.config = load_config(settings)  # the bot restarted with a profile linking a forum
+    world.profile = world.config.profile
+    a.restart()
+
+    await published(a)
+
+    (announced,) = world.chat.texts(ChannelKind.ANNOUNCEMENT)
+    (topic,) = a.forum.topics
+    assert f"Discussion: {a.forum.url}t/{topic.slug}/{topic.id}" in announced
+    assert announced.count("Discussion: ") == 1 and "core-dev/23" not in announced
