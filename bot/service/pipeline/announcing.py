@@ -306,7 +306,7 @@ class PostAnnouncement:
 
 def links(state: ReleaseState) -> Mapping[str, str]:
     """What the channel's announcement links besides the profile's links: the forum topic
-    (posted, or found), from the journal."""
-    detail = state.steps_done.get(FORUM_STEP, "")
-    found = _URL_AT_END.search(detail)
+    (posted, or found), from the journal. Asked by the announce step, which runs after the
+    forum's step is done (that step is journaled even when it had nothing to do)."""
+    found = _URL_AT_END.search(state.steps_done[FORUM_STEP])
     return {"discussion": found.group(1)} if found else {}
