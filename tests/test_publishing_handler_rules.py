@@ -1,0 +1,150 @@
+"""The publishing handler's rules as the RM reads them: an expired code names when it
+expired, /abort refused once files are public (the files named, in the right grammatical
+number, and the stop's way out only when the publish stopped), an interrupted /abort finished
+in the name of whoever typed it, and the succeeding /abort shown as a success."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from adapters.slack.blocks import reply_payload
+from bot.domain.tags import ReleaseTag
+from bot.ports.messages import ChannelKind
+from bot.service.render import when
+from bot.storage.local import LocalStorage
+from tests.conftest import World
+
+
+async def test_an_expired_code_is_refused_with_the_time_it_expired(world: World) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    planned_at = world.clock()
+    line = await world.plan("3.14.1")  # valid for 600 s
+    world.clock.advance(2 * 86400)
+
+    reply = await world.say("hugo", line)
+
+    assert reply.private
+    assert f"That confirmation code expired at {when(planned_at + 600)};" in reply.text
+    assert reply.text.endswith("type /publish 3.14.1 for a new plan.")
+
+
+class FailsAtTheSecondMove(LocalStorage):
+    """The second move into public fails (the public root turned read-only meanwhile): the
+    publish waits with what moved first public, it is not stopped."""
+
+    moves = 0
+
+    def _fail_second(self) -> None:
+        self.moves += 1
+        if self.moves == 2:
+            raise PermissionError(errno.EACCES, "Permission denied")
+
+    def _rename(self, source: Path, target: Path) -> None:
+        self._fail_second()
+        super()._rename(source, target)
+
+    def _link(self, source: Path, target: Path) -> None:
+        self._fail_second()
+        super()._link(source, target)
+
+
+async def waiting_with_files_public(world: World, tag: str) -> list[str]:
+    """A confirmed publish of ``tag`` waiting at its promotion with part of it public; the
+    public files, as /abort names them."""
+    world.stage(tag)
+    await world.ready_all(tag)
+    line = await world.plan(tag)
+    world.start(FailsAtTheSecondMove(world.staging, world.public))
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text, reply.text
+    assert world.store.release(ReleaseTag.parse(tag)).stopped is None  # it waits
+    return sorted(world.public_files())
+
+
+async def test_abort_refused_for_several_public_files_says_they_are_public(
+    world: World,
+) -> None:
+    public = await waiting_with_files_public(world, "3.14.1")
+    assert len(public) > 1
+
+    refused = await world.say("hugo", "/abort 3.14.1")
+
+    assert refused.private
+    assert "Publishing 3.14.1 cannot be aborted:" in refused.text
+    assert " are public already, and published files are never taken back" in refused.text
+
+
+async def test_abort_refused_while_the_publish_waits_names_no_stop_to_get_out_of(
+    world: World,
+) -> None:
+    await waiting_with_files_public(world, "3.14.1")
+    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "stopped at promote" in n]
+
+    refused = await world.say("hugo", "/abort 3.14.1")
+
+    # It resumes by itself: no way out to offer, and the notice is not repeated.
+    assert refused.text.endswith("published files are never taken back.")
+    assert told not in refused.text
+
+
+async def test_abort_refused_for_one_public_file_says_it_is_public(world: World) -> None:
+    # Into folders that exist already the files move one by one: the first one went.
+    for folder in ("3.14.0", "doc/3.14.0rc1"):
+        (world.public / folder).mkdir(parents=True)
+    public = await waiting_with_files_public(world, "3.14.0rc1")
+    assert len(public) == 1
+
+    refused = await world.say("hugo", "/abort 3.14.0rc1")
+
+    assert refused.private
+    assert f"cannot be aborted: {public[0]} is public already," in refused.text
+
+
+class KilledWhileAborting(LocalStorage):
+    """The process dies while /abort drops the bot's copies."""
+
+    def discard(self, tag: ReleaseTag) -> None:
+        raise KeyboardInterrupt  # not an error the gate handles: the process is gone
+
+
+def block_public(world: World) -> Path:
+    """A file where the release's public folder goes: the promotion cannot run."""
+    world.public.mkdir(parents=True, exist_ok=True)
+    blocker = world.public / "3.14.1"
+    blocker.write_text("a file where the release's folder goes")
+    return blocker
+
+
+async def test_an_abort_finished_after_a_restart_is_told_as_the_rms(world: World) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    block_public(world).touch()
+    assert (await world.say("hugo", line)).private
+    world.start(KilledWhileAborting(world.staging, world.public))
+    with pytest.raises(KeyboardInterrupt):
+        await world.say("alice", "/abort 3.14.1")
+
+    world.start()  # restarted
+    await world.gate.scan()
+
+    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "was aborted" in n]
+    assert "The publish of 3.14.1 was aborted (aborted by alice with /abort)" in told
+
+
+async def test_an_abort_is_shown_as_a_success(world: World) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    block_public(world)
+    assert (await world.say("hugo", line)).private
+
+    aborted = await world.say("hugo", "/abort 3.14.1")
+
+    assert aborted.text.startswith("Publishing 3.14.1 was aborted: nothing was made public")
+    (shown,) = reply_payload(aborted)["blocks"]
+    assert shown["text"]["text"].startswith("✅ Publishing 3.14.1 was aborted")
