@@ -1,7 +1,9 @@
 """The publishing handler's rules as the RM reads them: an expired code names when it
-expired, /abort refused once files are public (the files named, in the right grammatical
-number, and the stop's way out only when the publish stopped), an interrupted /abort finished
-in the name of whoever typed it, and the succeeding /abort shown as a success."""
+expired; a code refused because staging changed since the plan names what changed (a file, the
+waivers, the announcement); /abort refused once files are public (the files named, in the
+right grammatical number, and the stop's way out only when the publish stopped), an
+interrupted /abort finished in the name of whoever typed it, and the succeeding /abort shown
+as a success."""
 
 from __future__ import annotations
 
@@ -12,10 +14,13 @@ import pytest
 
 from adapters.slack.blocks import reply_payload
 from bot.domain.tags import ReleaseTag
+from bot.http_client import RetryPolicy
 from bot.ports.messages import ChannelKind
+from bot.pydotorg.discourse import DiscourseClient
 from bot.service.render import when
 from bot.storage.local import LocalStorage
 from tests.conftest import World
+from tests.doubles.discourse import DiscourseDouble
 
 
 async def test_an_expired_code_is_refused_with_the_time_it_expired(world: World) -> None:
@@ -30,6 +35,62 @@ async def test_an_expired_code_is_refused_with_the_time_it_expired(world: World)
     assert reply.private
     assert f"That confirmation code expired at {when(planned_at + 600)};" in reply.text
     assert reply.text.endswith("type /publish 3.14.1 for a new plan.")
+
+
+async def test_a_file_rebuilt_and_claimed_again_after_the_plan_is_named_as_changed(
+    world: World,
+) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.write("3.14.1", "python-3.14.1.exe", "a rebuilt installer")
+    assert not (await world.say("steve", "/ready windows 3.14.1")).private
+
+    refused = await world.say("hugo", line)
+
+    assert refused.private
+    assert "Staging changed since the plan (python-3.14.1.exe changed);" in refused.text
+    assert world.public_files() == set()
+
+
+async def test_a_file_added_and_a_waiver_lifted_after_the_plan_are_both_named(
+    world: World,
+) -> None:
+    arm64 = "python-3.14.1-arm64.exe"
+    world.stage("3.14.1", skip=[arm64])
+    assert not (await world.say("hugo", f"/waive 3.14.1 {arm64}")).private
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    assert not (await world.say("hugo", f"/unwaive 3.14.1 {arm64}")).private
+    world.write("3.14.1", arm64, "a late ARM64 build")
+    assert not (await world.say("steve", "/ready windows 3.14.1")).private
+
+    refused = await world.say("hugo", line)
+
+    assert refused.private
+    assert f"since the plan ({arm64} added, waivers changed);" in refused.text
+
+
+async def test_other_words_after_the_plan_are_named_as_the_announcement_changed(
+    tmp_path: Path,
+) -> None:
+    with DiscourseDouble(users={"hugo": "forum-key"}) as forum:
+        world = World(tmp_path, f'[discourse]\nurl = "{forum.url}"\nusername = "hugo"\n')
+        once = RetryPolicy(attempts=1, backoff=0.0, sleep=lambda _: None)
+        world.conn.forum = DiscourseClient(
+            forum.url, "forum-key", "hugo", category=23, tags=["release"], retry=once
+        )
+        world.stage("3.14.1")
+        await world.ready_all("3.14.1")
+        await world.say("hugo", "/announce 3.14.1 The first maintenance release of 3.14.")
+        line = await world.plan("3.14.1")
+        await world.say("hugo", "/announce 3.14.1 Something else entirely, in fact.")
+
+        refused = await world.say("hugo", line)
+
+    assert refused.private
+    assert "Staging changed since the plan (the announcement changed);" in refused.text
+    assert forum.topics == []
 
 
 class FailsAtTheSecondMove(LocalStorage):
