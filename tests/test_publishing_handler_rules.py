@@ -8,11 +8,13 @@ as a success."""
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from adapters.slack.blocks import reply_payload
+from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
 from bot.ports.messages import ChannelKind
@@ -21,6 +23,8 @@ from bot.service.render import when
 from bot.storage.local import LocalStorage
 from tests.conftest import World
 from tests.doubles.discourse import DiscourseDouble
+from tests.storage.test_windows_index_gate import live, stopped_at_index
+from tests.windows_index_data import LIVE_VERSIONS, catalog_bytes, stage_windows_index
 
 
 async def test_an_expired_code_is_refused_with_the_time_it_expired(world: World) -> None:
@@ -209,3 +213,66 @@ async def test_an_abort_is_shown_as_a_success(world: World) -> None:
     assert aborted.text.startswith("Publishing 3.14.1 was aborted: nothing was made public")
     (shown,) = reply_payload(aborted)["blocks"]
     assert shown["text"]["text"].startswith("✅ Publishing 3.14.1 was aborted")
+
+
+def local_storage(world: World) -> Callable[..., LocalStorage]:
+    """The local backend of ``world``, optionally as a subclass injecting a fault."""
+
+    def make(mixin: type | None = None) -> LocalStorage:
+        kind = LocalStorage if mixin is None else type("Faulty", (mixin, LocalStorage), {})
+        return kind(world.staging, world.public)  # type: ignore[no-any-return]
+
+    return make
+
+
+async def restaged_after_a_stop_at_the_index(world: World) -> bytes:
+    """3.14.1 stopped at its index step (another publish changed the live index), every other
+    file public; the windows role re-stages the index against the live one and claims it.
+    Returns the re-staged index."""
+    await stopped_at_index(world, local_storage(world))
+    rebuilt = stage_windows_index(world.staging / "3.14.1", "3.14.1", "3.13.10", *LIVE_VERSIONS)
+    assert not (await world.say("steve", "/ready windows 3.14.1")).private
+    return rebuilt
+
+
+async def test_finishing_with_a_restaged_index_copies_only_the_index_not_what_is_public(
+    world: World,
+) -> None:
+    rebuilt = await restaged_after_a_stop_at_the_index(world)
+    assert "3.14.1/Python-3.14.1.tgz" in world.public_files()
+    (world.staging / "3.14.1" / "Python-3.14.1.tgz").unlink()  # public: staging is done with it
+
+    offer = await world.say("hugo", "/publish 3.14.1")
+    assert offer.confirm is not None, offer.text
+    done = await world.say("hugo", offer.confirm.line)
+
+    assert not done.private, done.text
+    assert live(world) == (rebuilt, catalog_bytes(rebuilt))
+
+
+class StagedIndexRewrittenAtTheCopy:
+    """The windows role uploads yet another index just as the bot copies the re-staged one."""
+
+    def freeze(self, plan: PublishPlan, *, fresh: bool = True) -> list[str]:
+        release = Path(str(self.staging)) / "3.14.1"  # type: ignore[attr-defined]
+        stage_windows_index(release, "3.14.1", "3.13.11", "3.13.10", *LIVE_VERSIONS)
+        return super().freeze(plan, fresh=fresh)  # type: ignore[misc, no-any-return]
+
+
+async def test_finishing_refuses_when_the_restaged_index_changes_as_it_is_copied(
+    world: World,
+) -> None:
+    await restaged_after_a_stop_at_the_index(world)
+    recorded = live(world)
+    offer = await world.say("hugo", "/publish 3.14.1")
+    assert offer.confirm is not None, offer.text
+    world.start(local_storage(world)(StagedIndexRewrittenAtTheCopy))
+
+    refused = await world.say("hugo", offer.confirm.line)
+
+    assert refused.private
+    assert refused.text == (
+        "Staging changed since the plan (index-windows.json changed, index-windows.json.cat "
+        "changed); nothing was published, type /publish 3.14.1 for a new plan."
+    )
+    assert live(world) == recorded
