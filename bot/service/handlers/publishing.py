@@ -251,4 +251,5 @@ def plan_difference(old: PublishPlan, new: PublishPlan) -> str:
         changes.append("waivers changed")
     if old.announcement != new.announcement:
         changes.append("the announcement changed")
-    return ", ".join(sorted(changes)) or "files changed"
+    # Never empty: two digests differ only where a file, the waivers or the announcement do.
+    return ", ".join(sorted(changes))
