@@ -166,7 +166,7 @@ async def test_two_originals_changed_after_the_confirmation_are_called_them(
 
     [told] = [n for n in notices(world) if "changed in staging" in n.text]
     assert "so they were left there" in told.text
-    assert "Remove them from staging (under another name, them can be published" in told.text
+    assert "Remove them from staging (under another name, they can be published" in told.text
     assert "tidy: staged originals removed, 2 left: changed since the confirmation" in audit(world)
 
 

@@ -251,12 +251,13 @@ class Tidy:
             return f"staging left as it is: {err}"
         if not left:
             return "staged originals removed"
-        them = "it" if len(left) == 1 else "them"
+        one = len(left) == 1
+        them, they = ("it", "it") if one else ("them", "they")
         await self._reporter.notice(
             plan.tag,
             f"{listing(left)} changed in staging after /publish {plan.tag} was confirmed, so "
-            f"{'it was' if len(left) == 1 else 'they were'} left there: what is public is "
-            f"the confirmed file. Remove {them} from staging (under another name, {them} "
+            f"{they} {'was' if one else 'were'} left there: what is public is "
+            f"the confirmed file. Remove {them} from staging (under another name, {they} "
             "can be published later as late files).",
             mentions=who(run.state.publisher),
         )
