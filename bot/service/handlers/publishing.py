@@ -149,7 +149,7 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     if command.login is not None:
         handover = await s.signing.accept(tag, code_hash, command.login)
     if finishing_publish:
-        await _copy_restaged(s, tag, plan, state)
+        await _copy_restaged(s, tag, plan)
         assert state.publishing is not None
         left = sorted({f.path for f in state.publishing.files} - {f.path for f in plan.files})
         s.store.append(
@@ -188,18 +188,15 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     )
 
 
-async def _copy_restaged(
-    s: Services, tag: ReleaseTag, plan: PublishPlan, state: ReleaseState
-) -> None:
+async def _copy_restaged(s: Services, tag: ReleaseTag, plan: PublishPlan) -> None:
     """A finishing plan with a re-staged index: the bot copies it now, as at any
-    confirmation (the pipeline's freeze is done already)."""
-    assert state.publishing is not None
-    confirmed = {f.path: f.sha256 for f in state.publishing.files}
-    new = tuple(f for f in plan.replacements if confirmed.get(f.path) != f.sha256)
-    if not new:
-        return
+    confirmation (the pipeline's freeze is done already). The freeze keeps every intact copy
+    it made before, so only what changed is copied, and a damaged copy is made again from
+    staging, checked against the plan's SHA-256."""
     problems = await asyncio.to_thread(
-        functools.partial(s.conn.storage.freeze, replace(plan, files=new), fresh=False)
+        functools.partial(
+            s.conn.storage.freeze, replace(plan, files=plan.replacements), fresh=False
+        )
     )
     if problems:
         raise Refusal(
