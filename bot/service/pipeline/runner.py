@@ -53,6 +53,11 @@ log = logging.getLogger(__name__)
 StagedChangedHook = Callable[[ReleaseTag, list[str]], Awaitable[list[str]]]
 
 
+async def _withdraw_nothing(tag: ReleaseTag, paths: list[str]) -> list[str]:
+    """The hook of a pipeline that keeps no claims (one built only to list its steps)."""
+    return []
+
+
 class Pipeline:
     def __init__(
         self,
@@ -63,7 +68,7 @@ class Pipeline:
         reporter: Reporter,
         *,
         published: Callable[[ReleaseTag], Awaitable[None]],
-        staged_changed: StagedChangedHook | None = None,
+        staged_changed: StagedChangedHook = _withdraw_nothing,
         logins: Logins | None = None,
     ) -> None:
         self._conn = conn
@@ -199,7 +204,7 @@ class Pipeline:
                 "sorted out."
             )
             return await self._drop(state, str(err), text)
-        claimers = await self._staged_changed(tag, withdraw) if self._staged_changed else []
+        claimers = await self._staged_changed(tag, withdraw)
         text = (
             f"Publishing {tag} was stopped before anything moved: {err}, so the confirmed "
             "files cannot be had. Nothing was made public; the claims on those files "
@@ -219,7 +224,6 @@ class Pipeline:
         self._store.append(tag, BOT, EventKind.ABORTED, reason=reason)
         mentions = who(state.publisher)
         mentions += [p for p in also if p not in mentions]
-        self._reporter.clear_trouble(tag)
         await self._reporter.notice(tag, text, mentions=mentions)
         return Outcome(False, text, aborted=True)
 
@@ -232,9 +236,9 @@ class Pipeline:
             await asyncio.to_thread(self._conn.storage.discard, tag)
         except PublishStopped as err:  # never touch a folder that is not the bot's
             kept = f" The bot's copies were not removed: {err}"
-        reason = state.aborting or f"aborted by {person} with /abort"
+        reason = state.aborting  # journaled by /abort before anything is touched
+        assert reason is not None
         self._store.append(tag, person, EventKind.ABORTED, reason=reason)
-        self._reporter.clear_trouble(tag)
         await self._reporter.notice(
             tag, f"The publish of {tag} was aborted ({reason}); nothing was made public."
         )
