@@ -10,7 +10,10 @@ import os
 from pathlib import Path
 
 from bot.config.cycle_copy import local_copy
+from bot.domain.history import EventKind
+from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
+from bot.service.render import audit_line, size_text
 from bot.storage.local import LocalStorage
 from tests.conftest import TEAM_TOML, World
 from tests.pinned import RELEASE_CYCLE, RELEASE_CYCLE_LINE
@@ -207,3 +210,20 @@ async def test_a_re_staged_index_of_a_branch_turned_security_meanwhile_is_refuse
     assert refused.text == (
         "The re-staged index of 3.14.1 cannot be published: its role takes no part."
     )
+
+
+async def test_the_audit_counts_the_bytes_of_the_re_staged_index_published(world: World) -> None:
+    await stopped_at_index(world, local(world))
+    stage_windows_index(world.staging / "3.14.1", "3.14.1", "3.13.10", *LIVE_VERSIONS)
+    ready = await world.say("steve", "/ready windows 3.14.1")
+    assert not ready.private, ready.text
+    offer = await world.say("hugo", "/publish 3.14.1")
+    assert offer.confirm is not None, offer.text
+    done = await world.say("hugo", offer.confirm.line)
+    assert not done.private, done.text
+
+    public = world.public_files()  # this release's files and the index it replaced
+    size = sum((world.public / p).stat().st_size for p in public)
+    events = world.store.events(ReleaseTag.parse("3.14.1"))
+    (line,) = [audit_line(e) for e in events if e.kind is EventKind.PUBLISHED]
+    assert line.endswith(f"published     {len(public)} files, {size_text(size)}"), line
