@@ -25,16 +25,16 @@ from bot.service.windows_index import INDEX_STEP
 def while_publishing(s: Services, state: ReleaseState, command: cmd.Command) -> str | None:
     """Why ``command`` is refused while ``state``'s publish is under way or stopped (None:
     it is one of the ways out). A stopped publish is refused with its own sentence."""
-    stop = state.stopped
+    plan, stop = state.publishing, state.stopped
+    assert plan is not None  # only a confirmed publish is under way
     if stop is None:
         return busy_refusal(state.tag, s.reporter.trouble(state.tag))
     if stop.public and isinstance(command, cmd.Publish | cmd.Confirm):
         return None
-    index_role = {f.role for f in state.publishing.replacements} if state.publishing else set()
     if (
         stop.step == INDEX_STEP
         and isinstance(command, cmd.Ready | cmd.Unready)
-        and command.role in index_role
+        and command.role in {f.role for f in plan.replacements}
     ):
         return None  # the index is staged again and claimed before /publish finishes
     return stop_text(state.tag, stop)
@@ -89,9 +89,8 @@ async def _restaged_index(
     claim = state.claims.get(role)
     claimed = {f.path: f.sha256 for f in claim.snapshot} if claim is not None else {}
     if any(claimed.get(p) != digests[p] for p in paths):
-        raise Refusal(
-            f"{listing(paths)} in staging {'is' if len(paths) == 1 else 'are'} not the "
-            f"confirmed one{'s' if len(paths) > 1 else ''} and not claimed yet: say "
+        raise Refusal(  # the index and its catalog: always two files
+            f"{listing(paths)} in staging are not the confirmed ones and not claimed yet: say "
             f"/ready {role} {tag} first, then /publish {tag}."
         )
     inspector = s.observer.index
@@ -107,7 +106,7 @@ async def _restaged_index(
             f,
             size=listing_now[f.path].size,
             sha256=digests[f.path],
-            replaces=check.live.get(f.target, f.replaces),
+            replaces=check.live[f.target],  # the check reads both live files
         )
         for f in replacing
     )
