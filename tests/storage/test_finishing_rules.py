@@ -189,6 +189,9 @@ async def test_an_index_in_staging_that_is_not_a_regular_file_is_left_out(world:
 async def test_a_re_staged_index_of_a_branch_turned_security_meanwhile_is_refused(
     tmp_path: Path,
 ) -> None:
+    # The rule under test: only a role that takes part in the release may re-stage its index.
+    # A branch turning security under a stopped publish is the one way to get there today,
+    # because a release's branch status is pinned when it is published, not when confirmed.
     cycle = json.loads(RELEASE_CYCLE.read_text(encoding="utf-8"))
     path = tmp_path / "release-cycle.json"
     path.write_text(json.dumps(cycle), encoding="utf-8")
