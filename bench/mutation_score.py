@@ -177,6 +177,12 @@ SUITES = {
             "tests/test_mentions.py",
             "tests/test_console_output.py",
             "tests/test_state_growth.py",
+            # the handlers' and the steps' own rules
+            "tests/test_handler_sentences.py",
+            "tests/test_publishing_handler_rules.py",
+            "tests/storage/test_finishing_rules.py",
+            "tests/test_pipeline_step_rules.py",
+            "tests/test_runner_rules.py",
         ],
     ),
 }
