@@ -3,6 +3,8 @@ and the errors a profile author reads."""
 
 from __future__ import annotations
 
+import locale
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,55 @@ def test_an_unknown_profile_is_refused_naming_the_built_in_ones_as_they_are_type
 ) -> None:
     with pytest.raises(ConfigError, match=r"\(built-in: cpython\)"):
         load_profile("cpyhton", base=tmp_path)
+
+
+def test_a_required_file_under_its_alternative_name_keeps_its_rule() -> None:
+    mac = {
+        "name": "python-{version}-macos11.pkg",
+        "match": "python-{version}-macos1[1-9].pkg",
+        "signed": False,
+    }
+    profile = widget(roles={**SPEC["roles"], "macos": {"folder": "mac", "required": [mac]}})
+    staged = "mac/python-3.14.2-macos12.pkg"
+    [file] = [f for f in profile.expected(tag("3.14.2"), (staged,)) if f.role == "macos"]
+    assert (file.path, file.pattern) == (staged, "mac/python-3.14.2-macos1[1-9].pkg")
+    assert not profile.needs_signature(tag("3.14.2"), staged)
+
+
+def test_a_file_allowed_unless_a_status_is_unexpected_in_a_release_of_that_status() -> None:
+    source = {**SPEC["roles"]["source"]}
+    source["allowed"] = [{"name": "Python-{version}.tar.xz", "unless_status": ["security"]}]
+    profile = widget(roles={**SPEC["roles"], "source": source})
+    path = "Python-3.12.9.tar.xz"
+    assert profile.classify(tag("3.12.9"), path).kind is FileKind.ALLOWED
+    security = profile.with_statuses(SECURITY)
+    assert security.classify(tag("3.12.9"), path).kind is FileKind.UNEXPECTED
+
+
+def test_an_unknown_profile_given_without_a_config_folder_is_refused() -> None:
+    with pytest.raises(ConfigError, match="'cpyhton' is neither a built-in profile nor a file"):
+        load_profile("cpyhton")
+
+
+def test_a_profile_that_cannot_be_read_is_refused_with_the_reason() -> None:
+    # A regular file that no read succeeds on, even as root: the kernel answers EIO.
+    with pytest.raises(ConfigError, match=r"^profile /proc/self/mem: cannot read it \(Input"):
+        load_profile("/proc/self/mem")
+
+
+@pytest.fixture
+def ascii_locale() -> Iterator[None]:
+    """The process's locale is plain C (a server without a UTF-8 locale) for the test."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+def test_a_profile_is_read_as_utf8_whatever_the_machine_s_locale(
+    tmp_path: Path, ascii_locale: None
+) -> None:
+    text = 'name = "wïdget"\n[roles.a]\nrequired = [{ name = "x" }]\n'
+    assert load_profile(write(tmp_path, text)).name == "wïdget"
