@@ -4,6 +4,7 @@ records what the bot posts and a clock the tests move."""
 from __future__ import annotations
 
 import io
+import locale
 import logging
 import sys
 import textwrap
@@ -226,3 +227,14 @@ def debug_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
     setup_logging("debug", "text")
     yield stream
     root.handlers[:], root.level = saved
+
+
+@pytest.fixture
+def ascii_locale() -> Iterator[None]:
+    """The process's locale is plain C (a server without a UTF-8 locale) for the test."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)

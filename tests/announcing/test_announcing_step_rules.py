@@ -4,9 +4,7 @@ notice of an unexpected change on python.org, and the count of public-site misma
 
 from __future__ import annotations
 
-import locale
 import textwrap
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -162,17 +160,6 @@ def test_an_unknown_placeholder_in_a_branch_s_template_names_the_file(tmp_path: 
     assert str(refused.value).startswith(
         f"discourse.template ({path}) has unknown placeholders {{highlights}}"
     )
-
-
-@pytest.fixture
-def ascii_locale() -> Iterator[None]:
-    """The process's locale is plain C (a server without a UTF-8 locale) for the test."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 def test_a_template_is_read_as_utf8_whatever_the_machine_s_locale(

@@ -3,8 +3,6 @@ and the errors a profile author reads."""
 
 from __future__ import annotations
 
-import locale
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -180,17 +178,6 @@ def test_a_profile_that_cannot_be_read_is_refused_with_the_reason() -> None:
     # A regular file that no read succeeds on, even as root: the kernel answers EIO.
     with pytest.raises(ConfigError, match=r"^profile /proc/self/mem: cannot read it \(Input"):
         load_profile("/proc/self/mem")
-
-
-@pytest.fixture
-def ascii_locale() -> Iterator[None]:
-    """The process's locale is plain C (a server without a UTF-8 locale) for the test."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 def test_a_profile_is_read_as_utf8_whatever_the_machine_s_locale(
