@@ -185,3 +185,9 @@ def test_a_profile_is_read_as_utf8_whatever_the_machine_s_locale(
 ) -> None:
     text = 'name = "wïdget"\n[roles.a]\nrequired = [{ name = "x" }]\n'
     assert load_profile(write(tmp_path, text)).name == "wïdget"
+
+
+def test_a_file_named_only_like_a_sidecar_is_unexpected_in_a_profile_allowing_nothing() -> None:
+    # A hostile upload named ".sigstore" is a sidecar of the empty name, which no rule allows.
+    profile = widget(sidecars=[{"suffix": ".sigstore"}])
+    assert profile.classify(tag("3.14.2"), ".sigstore").kind is FileKind.UNEXPECTED
