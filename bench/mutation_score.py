@@ -15,6 +15,12 @@ results apart and a second run re-tests only what changed.
     python bench/mutation_score.py rules records    # these suites
     python bench/mutation_score.py --no-run rules   # summarize the last run of a suite
     python bench/mutation_score.py --list           # the suites, their modules and tests
+    python bench/mutation_score.py --tests-added pipeline  # tests were only added: see below
+
+mutmut forgets every verdict when a suite's list of tests changes. When tests were only added,
+``--tests-added`` keeps them: a mutant a test killed is still killed with more tests, so the
+suite's stored fingerprint of its test list is brought up to date, mutmut runs what it has not
+run yet (and the functions changed since), and then every survivor again with the new tests.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -209,6 +216,42 @@ def prepare(name: str, suite: Suite) -> Path:
     return folder
 
 
+def keep_verdicts(folder: Path) -> None:
+    """Make mutmut take the suite's present list of tests for the one its verdicts were
+    reached with (only sound when tests were added, none removed)."""
+    stats = folder / "mutants" / "mutmut-stats.json"
+    if not stats.exists():
+        return
+    current = subprocess.run(
+        [sys.executable, "-c", FINGERPRINT], cwd=folder, capture_output=True, text=True, check=True
+    )
+    data = json.loads(stats.read_text(encoding="utf-8"))
+    data["config_fingerprint"] = json.loads(current.stdout)
+    stats.write_text(json.dumps(data), encoding="utf-8")
+
+
+FINGERPRINT = (
+    "import json; from mutmut.configuration import config; "
+    "print(json.dumps(config().config_fingerprint()))"
+)
+
+
+def run(folder: Path, jobs: list[str], tests_added: bool) -> None:
+    """mutmut over the suite (it draws a spinner; its verdicts are read afterwards)."""
+    if tests_added:
+        keep_verdicts(folder)
+    subprocess.run([str(MUTMUT), "run", *jobs], cwd=folder, stdout=subprocess.DEVNULL, check=False)
+    if tests_added:
+        alive = [m for m, status in verdicts(folder).items() if status in ("survived", "no tests")]
+        if alive:  # named, mutmut runs them again
+            subprocess.run(
+                [str(MUTMUT), "run", *jobs, *alive],
+                cwd=folder,
+                stdout=subprocess.DEVNULL,
+                check=False,
+            )
+
+
 def mutmut(folder: Path, *args: str) -> str:
     done = subprocess.run(
         [str(MUTMUT), *args], cwd=folder, capture_output=True, text=True, check=False
@@ -291,6 +334,9 @@ def main() -> int:
     parser.add_argument("--diffs", action="store_true", help="show each live mutant's diff")
     parser.add_argument("--list", action="store_true", help="the suites, and stop")
     parser.add_argument("--jobs", type=int, default=0, help="mutmut's children (default: cores)")
+    parser.add_argument(
+        "--tests-added", action="store_true", help="keep the verdicts: tests were only added"
+    )
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
@@ -306,10 +352,7 @@ def main() -> int:
         if not args.no_run:
             started = time.monotonic()
             jobs = ["--max-children", str(args.jobs)] if args.jobs else []
-            # mutmut draws a spinner; its verdicts are read afterwards.
-            subprocess.run(
-                [str(MUTMUT), "run", *jobs], cwd=folder, stdout=subprocess.DEVNULL, check=False
-            )
+            run(folder, jobs, args.tests_added)
             print(f"{name}: mutmut ran {time.monotonic() - started:.0f} s")
         total += report(name, folder, args.diffs)
     if len(args.suites) != 1:
