@@ -38,7 +38,9 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
     ]
     s.store.append(tag, person, EventKind.CLAIMED, role=role, snapshot=snapshot)
     state = s.store.release(tag)
-    readiness = await s.observer.readiness(tag, listing, s.observer.last_listing(tag), state)
+    # The listing was just observed, settled and recorded as the last one: nothing in it can
+    # show as changed since, so there is no earlier listing to compare it with.
+    readiness = await s.observer.readiness(tag, listing, None, state)
     await s.reporter.summary(readiness, state)
     size = size_text(sum(listing[p].size for p in paths))
     return Reply(
