@@ -190,6 +190,8 @@ SUITES = {
             "tests/storage/test_finishing_rules.py",
             "tests/test_pipeline_step_rules.py",
             "tests/test_runner_rules.py",
+            "tests/test_ready_rules.py",
+            "tests/test_status_rules.py",
         ],
     ),
 }
