@@ -227,7 +227,7 @@ class FileSystem(Protocol):
         """A copy of the aside area renamed over a live public file (``rename(2)``)."""
         ...
 
-    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+    def move_batch(self, moves: Sequence[Move]) -> bool:
         """Every link in plan order, then the removal of the copies' other names, as one
         batch where the backend can (one command on the server); False when it cannot or
         stopped part-way: the promoter then finishes file by file."""

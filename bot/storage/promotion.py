@@ -249,7 +249,7 @@ def _move_singles(
     """The per-file phase; returns how many files it made public."""
     if not moves:
         return 0
-    if fs.move_batch(moves, touched):
+    if fs.move_batch(moves):
         return len(moves)
     moved, done = 0, moved_before
     for m in moves:

@@ -273,7 +273,7 @@ class SftpStorage:
         )
 
     # The round trips, kept apart so tests can inject a crash or a dropped connection.
-    def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
+    def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
         """The per-file batch of moves (see :func:`bot.storage.sftp_fs.run_moves`)."""
         return sftp_fs.run_moves(self._ssh, conn, moves)
 

@@ -79,7 +79,7 @@ class RoundTrips:
     hardlink: Callable[[Connection, str, str], None]
     rename: Callable[[Connection, str, str], None]
     replace: Callable[[Connection, str, str], None]
-    run_batch: Callable[[Connection, list[FileMove], Touched], bool]
+    run_batch: Callable[[Connection, list[FileMove]], bool]
 
 
 class SftpFs:
@@ -216,7 +216,7 @@ class SftpFs:
     def replace_public(self, source: str, target: str) -> None:
         self.trips.replace(self.conn, source, target)
 
-    def move_batch(self, moves: Sequence[Move], touched: Touched) -> bool:
+    def move_batch(self, moves: Sequence[Move]) -> bool:
         if not self._exec:
             return False
         batch = [
@@ -227,7 +227,7 @@ class SftpFs:
             )
             for m in moves
         ]
-        return self.trips.run_batch(self.conn, batch, touched)
+        return self.trips.run_batch(self.conn, batch)
 
     def finish(self, touched: Touched) -> None:
         """After the moves, in one command: flush the public folders' new entries and give

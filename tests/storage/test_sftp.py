@@ -21,7 +21,6 @@ from bot.storage.sftp import (
     HostKeyRejected,
     SftpStorage,
     SshRefused,
-    Touched,
 )
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
@@ -219,10 +218,10 @@ def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_exactl
     plan = plan_for(as_backend(staging, public), TAG, list(FILES))
 
     class DiesMidBatch(SftpStorage):
-        def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
-            super()._run_batch(conn, moves[:2], touched)
+        def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
+            super()._run_batch(conn, moves[:2])
             own_sshd.stop()
-            return super()._run_batch(conn, moves[2:], touched)
+            return super()._run_batch(conn, moves[2:])
 
     assert sftp_storage(own_sshd, staging, public).freeze(plan) == []
     with pytest.raises(StagingUnreachable):
@@ -464,9 +463,9 @@ def test_a_target_appearing_during_the_batch_is_never_overwritten(
     intruder = public / "3.14.0" / "python-3.14.0rc2-amd64.exe"
 
     class Raced(SftpStorage):
-        def _run_batch(self, conn: Connection, moves: list[FileMove], touched: Touched) -> bool:
+        def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
             intruder.write_text("exe" if same_content else "someone else's")
-            return super()._run_batch(conn, moves, touched)
+            return super()._run_batch(conn, moves)
 
     storage = sftp_storage(sshd, staging, public, Raced)
     assert storage.freeze(plan) == []
