@@ -1,0 +1,210 @@
+"""Rules of the promotion's checks before anything moves (bot/storage/promotion.py): every
+existing public folder that gets a new entry is tried for writing (a private probe folder
+made and removed), so a folder the bot cannot write stops the publish with nothing public
+and a sentence saying what to do; and a target that is already public must be the planned
+file, else nothing more moves."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.errors import PromotionConflict, StorageError
+from bot.storage.local import LocalStorage
+from bot.storage.local_fs import LocalFs, PublicMoves
+from bot.storage.sftp import SftpStorage
+from tests.sshd import SshServer
+from tests.storage.conftest import Backend, plan_for, publish
+from tests.uploader import Uploader
+
+TAG = "3.14.0rc2"
+DOCS = ["docs/index.html", "docs/library.html"]
+FILES = ["Python-3.14.0rc2.tgz", "python-3.14.0rc2-amd64.exe", "python-3.14.0rc2-arm64.exe"]
+PROBE = ".relbot-probe-"
+
+
+def stage(backend: Backend, paths: list[str]) -> None:
+    for path in paths:
+        backend.write(TAG, path, f"content of {path}")
+
+
+def local(tmp_path: Path, cls: type[LocalStorage] = LocalStorage) -> Backend:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    return Backend("local", staging, public, lambda: cls(staging, public), None)  # type: ignore[arg-type]
+
+
+def probes_left(public: Path) -> list[Path]:
+    return list(public.rglob(f"{PROBE}*"))
+
+
+# -- a public folder the bot's account cannot write (a real non-root account over SFTP) ------
+
+
+def test_a_public_folder_the_bots_account_cannot_write_is_named_with_the_fix_and_nothing_moves(
+    sshd: SshServer, uploader: Uploader, shared_root: Path
+) -> None:
+    # The bot logs in as a real non-root account: the kernel refuses it the folder that
+    # root made for the release (3.14.0/ exists: its files would be linked one by one).
+    bot = shared_root / "srv"
+    staging, public, work = bot / "staging", bot / "public", bot / "work"
+    for folder in (bot, staging, public, work):
+        folder.mkdir()
+    backend = Backend("sftp", staging, public, None, None)  # type: ignore[arg-type]
+    stage(backend, DOCS + FILES)
+    subprocess.run(["chown", "-R", f"{uploader.uid}:{uploader.gid}", str(bot)], check=True)
+    work.chmod(0o700)
+    (public / "3.14.0").mkdir(mode=0o755)  # root's: the bot's account may not write it
+    plan = plan_for(backend, TAG, DOCS + FILES)
+    storage = SftpStorage(
+        "127.0.0.1",
+        sshd.port,
+        uploader.name,
+        uploader.authorize(),
+        sshd.known_hosts,
+        str(staging),
+        str(public),
+        work=str(work),
+        connect_timeout=5,
+    )
+    try:
+        assert storage.freeze(plan) == []
+        with pytest.raises(StorageError) as refused:
+            storage.promote(plan)
+    finally:
+        storage.close()
+
+    assert str(refused.value) == (
+        f"{public / '3.14.0'} cannot be written by the bot (Permission denied; give the bot's "
+        "account write access to it); nothing was made public."
+    )
+    assert backend.public_files() == {}  # not even the docs, whose folder could be renamed
+    assert probes_left(public) == []  # the probe in public/ (for doc/) was made and removed
+
+
+# -- a public folder that cannot be written for another reason ---------------------------------
+
+
+class PublicRefusesFolders(LocalStorage):
+    """Public's filesystem refuses every new folder with ``error`` (full, or mounted
+    read-only); the bot's work folder beside it is fine."""
+
+    error = OSError(errno.ENOSPC, "No space left on device")
+
+    def __init__(self, staging: Path, public: Path) -> None:
+        super().__init__(staging, public)
+        storage = self
+
+        class Fs(LocalFs):
+            def mkdir(self, path: str, mode: int) -> None:
+                if Path(path).is_relative_to(storage.public):
+                    raise storage.error
+                super().mkdir(path, mode)
+
+        self._fs = Fs(PublicMoves(self._rename, self._link, self._replace))
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")],
+    ids=["full", "read-only"],
+)
+def test_a_public_folder_unwritable_for_another_reason_is_named_without_the_access_fix(
+    tmp_path: Path, code: int, reason: str
+) -> None:
+    class Refusing(PublicRefusesFolders):
+        error = OSError(code, reason)
+
+    backend = local(tmp_path, Refusing)
+    stage(backend, DOCS + FILES)
+
+    with pytest.raises(StorageError) as refused:
+        publish(backend.make(), plan_for(backend, TAG, DOCS + FILES))
+
+    # Write access would not help: the sentence does not send the RM after it.
+    assert str(refused.value) == (
+        f"{backend.public} cannot be written by the bot ({reason}); nothing was made public."
+    )
+    assert backend.public_files() == {}
+
+
+# -- the probe itself ---------------------------------------------------------------------------
+
+
+class ProbesWatched(LocalStorage):
+    """Records, for every probe folder, its permissions just before it is removed."""
+
+    def __init__(self, staging: Path, public: Path) -> None:
+        super().__init__(staging, public)
+        self.probes: dict[str, int] = {}
+        seen = self.probes
+
+        class Fs(LocalFs):
+            def rmdir(self, path: str) -> bool:
+                if Path(path).name.startswith(PROBE):
+                    seen[path] = stat.S_IMODE(os.lstat(path).st_mode)
+                return super().rmdir(path)
+
+        self._fs = Fs(PublicMoves(self._rename, self._link, self._replace))
+
+
+def test_the_probe_in_each_receiving_public_folder_is_private_and_removed(
+    tmp_path: Path,
+) -> None:
+    backend = local(tmp_path, ProbesWatched)
+    (backend.public / "3.14.0").mkdir()  # its files are linked one by one
+    stage(backend, DOCS + FILES)
+    storage = backend.make()
+    assert isinstance(storage, ProbesWatched)
+
+    report = publish(storage, plan_for(backend, TAG, DOCS + FILES))
+
+    assert report.problems == ()
+    # One probe in public/ (doc/ is missing: made there) and one in 3.14.0/, each a folder
+    # only the bot's account may enter while it exists.
+    assert {str(Path(p).parent): mode for p, mode in storage.probes.items()} == {
+        str(backend.public): 0o700,
+        str(backend.public / "3.14.0"): 0o700,
+    }
+    assert probes_left(backend.public) == []
+    assert set(backend.public_files()) == {
+        *(f"doc/{TAG}/{p.removeprefix('docs/')}" for p in DOCS),
+        *(f"3.14.0/{f}" for f in FILES),
+    }
+
+
+# -- a target that is public already ------------------------------------------------------------
+
+
+def test_a_target_public_as_a_folder_after_an_interrupted_promotion_stops_it_saying_files_moved(
+    tmp_path: Path,
+) -> None:
+    class DiesAfterTheFirstLink(LocalStorage):
+        def _link(self, source: Path, target: Path) -> None:
+            super()._link(source, target)
+            raise KeyboardInterrupt  # the process dies
+
+    backend = local(tmp_path, DiesAfterTheFirstLink)
+    (backend.public / "3.14.0").mkdir()
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    with pytest.raises(KeyboardInterrupt):
+        publish(backend.make(), plan)
+    (backend.public / "3.14.0" / FILES[1]).mkdir()  # someone's folder at the second target
+
+    with pytest.raises(PromotionConflict) as conflict:
+        LocalStorage(backend.staging, backend.public).promote(plan)
+
+    assert str(conflict.value) == (
+        f"3.14.0/{FILES[1]} is already public and is not a regular file; nothing more was "
+        "moved (remove or rename it first)."
+    )
+    assert conflict.value.target == f"3.14.0/{FILES[1]}"
+    assert conflict.value.moved is True  # the first file was public, from the run that died
+    assert set(backend.public_files()) == {f"3.14.0/{FILES[0]}"}
