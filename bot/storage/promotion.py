@@ -238,7 +238,7 @@ def _try_writing(
 
 def _existing(fs: FileSystem, folder: str) -> str:
     """``folder``, or its nearest existing parent (where a missing one will be made)."""
-    while fs.lstat(folder) is None and folder not in ("/", ""):
+    while folder != posixpath.dirname(folder) and fs.lstat(folder) is None:  # up to the root
         folder = posixpath.dirname(folder)
     return folder
 
