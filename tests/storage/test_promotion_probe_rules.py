@@ -208,3 +208,29 @@ def test_a_target_public_as_a_folder_after_an_interrupted_promotion_stops_it_say
     assert conflict.value.target == f"3.14.0/{FILES[1]}"
     assert conflict.value.moved is True  # the first file was public, from the run that died
     assert set(backend.public_files()) == {f"3.14.0/{FILES[0]}"}
+
+
+def test_a_promotion_run_again_after_it_finished_proves_its_files_without_hashing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process died after the last move, before the publish was journaled done: the
+    # restart promotes again. Each public file is the bot's copy by the inode its record
+    # keeps (the copies' other names are gone), so none is read again.
+    backend = local(tmp_path)
+    (backend.public / "3.14.0").mkdir()  # linked one by one: the copies' names are removed
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    publish(backend.make(), plan)
+    hashed: list[str] = []
+    real_hash = LocalFs.hash
+
+    def recording(fs: LocalFs, paths: list[str]) -> dict[str, str]:
+        hashed.extend(paths)
+        return real_hash(fs, paths)
+
+    monkeypatch.setattr(LocalFs, "hash", recording)
+
+    backend.make().promote(plan)
+
+    assert hashed == []
+    assert set(backend.public_files()) == {f"3.14.0/{name}" for name in FILES}
