@@ -17,6 +17,7 @@ import pytest
 from bot.errors import PromotionConflict, StorageError
 from bot.storage.local import LocalStorage
 from bot.storage.local_fs import LocalFs, PublicMoves
+from bot.storage.primitives import FILE_MODE
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, publish
@@ -234,3 +235,31 @@ def test_a_promotion_run_again_after_it_finished_proves_its_files_without_hashin
 
     assert hashed == []
     assert set(backend.public_files()) == {f"3.14.0/{name}" for name in FILES}
+
+
+def test_a_public_file_like_the_bots_copy_in_all_but_its_bytes_is_a_conflict(
+    tmp_path: Path,
+) -> None:
+    # Already public before the confirmation: a file of the bot's account, read-only, of the
+    # planned size, yet another inode and other bytes. Only its content can tell, so it is
+    # read, and nothing moves.
+    backend = local(tmp_path)
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    planned = next(f for f in plan.files if f.target == f"3.14.0/{FILES[1]}")
+    lookalike = backend.public / "3.14.0" / FILES[1]
+    lookalike.parent.mkdir()
+    lookalike.write_bytes(b"x" * planned.size)
+    lookalike.chmod(FILE_MODE)
+    storage = backend.make()
+    assert storage.freeze(plan) == []
+
+    with pytest.raises(PromotionConflict) as conflict:
+        storage.promote(plan, public_before=[planned.target])
+
+    assert str(conflict.value) == (
+        f"3.14.0/{FILES[1]} is already public with different content; nothing more was "
+        "moved (remove or rename one of them first)."
+    )
+    assert conflict.value.moved is False
+    assert set(backend.public_files()) == {f"3.14.0/{FILES[1]}"}
