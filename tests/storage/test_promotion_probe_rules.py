@@ -7,6 +7,7 @@ file, else nothing more moves."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import subprocess
@@ -261,5 +262,66 @@ def test_a_public_file_like_the_bots_copy_in_all_but_its_bytes_is_a_conflict(
         f"3.14.0/{FILES[1]} is already public with different content; nothing more was "
         "moved (remove or rename one of them first)."
     )
-    assert conflict.value.moved is False
+    assert conflict.value.moved is False and conflict.value.target == planned.target
     assert set(backend.public_files()) == {f"3.14.0/{FILES[1]}"}
+
+
+def test_the_bots_copy_made_writable_and_changed_once_public_is_read_and_refused(
+    tmp_path: Path,
+) -> None:
+    # The same inode as the bot's copy, but no longer read-only: someone with root changed
+    # it in place after it went public. A promotion run again must read it, not trust it.
+    backend = local(tmp_path)
+    (backend.public / "3.14.0").mkdir()
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    publish(backend.make(), plan)
+    changed = backend.public / "3.14.0" / FILES[0]
+    changed.chmod(0o644)
+    with changed.open("r+b") as f:
+        f.write(b"X")
+
+    with pytest.raises(PromotionConflict) as conflict:
+        backend.make().promote(plan)
+
+    assert str(conflict.value).startswith(f"3.14.0/{FILES[0]} is already public with different")
+
+
+def test_a_resumed_promotion_proves_a_linked_file_by_its_copy_when_no_inode_was_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Copies frozen over a server that showed no inodes leave none in the record; promoted
+    # where inodes show, a file linked before a crash is the bot's by its copy's inode.
+    class DiesAfterTheFirstLink(LocalStorage):
+        def _link(self, source: Path, target: Path) -> None:
+            super()._link(source, target)
+            raise KeyboardInterrupt  # the process dies
+
+    backend = local(tmp_path, DiesAfterTheFirstLink)
+    (backend.public / "3.14.0").mkdir()
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    dying = backend.make()
+    assert dying.freeze(plan) == []
+    record = dying.work / "frozen" / TAG / "sources.json"
+    data = json.loads(record.read_text())
+    assert set(data["copies"]) == set(FILES)
+    record.write_text(json.dumps({**data, "copies": {}}))
+    with pytest.raises(KeyboardInterrupt):
+        dying.promote(plan)
+    hashed: list[str] = []
+    real_hash = LocalFs.hash
+
+    def recording(fs: LocalFs, paths: list[str]) -> dict[str, str]:
+        hashed.extend(paths)
+        return real_hash(fs, paths)
+
+    monkeypatch.setattr(LocalFs, "hash", recording)
+
+    LocalStorage(backend.staging, backend.public).promote(plan)
+
+    # Each public file is read once, after the moves (with no inode recorded, that is how
+    # the bot's copies are proved); the one linked before the crash is not read before.
+    public = [str(backend.public / "3.14.0" / name) for name in FILES]
+    assert sorted(hashed) == sorted(public)
+    assert set(backend.public_files()) == {f"3.14.0/{name}" for name in FILES}
