@@ -108,14 +108,12 @@ class Copied:
 
 @dataclass(frozen=True)
 class Move:
-    """One file of the per-file phase of a promotion, with what the listing saw before
-    anything moved."""
+    """One file of the per-file phase of a promotion: a copy the listing saw, to a target it
+    saw absent (a target public already is checked, never moved to)."""
 
     file: PlanFile
     source: str  # the bot's copy
     target: str  # in public
-    source_present: bool
-    target_present: bool
 
 
 @dataclass

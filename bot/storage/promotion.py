@@ -196,7 +196,7 @@ def _moves(
                 handled.update(under)
                 continue
         target = places.target(f)
-        singles.append(Move(f, places.tree(tag, f.target), target, True, False))
+        singles.append(Move(f, places.tree(tag, f.target), target))
     # A folder renamed into a public folder that also gets single files (a prerelease's MSI
     # folder in 3.14.0/) would show before the batch of links: its files join the batch,
     # which links every file in one command, so the release appears within milliseconds.
@@ -205,9 +205,7 @@ def _moves(
     for source, target, files in renames:
         parent = posixpath.dirname(target)
         if any(parent == folder or parent.startswith(folder + "/") for folder in receiving):
-            singles += [
-                Move(g, places.tree(tag, g.target), places.target(g), True, False) for g in files
-            ]
+            singles += [Move(g, places.tree(tag, g.target), places.target(g)) for g in files]
         else:
             kept.append((source, target, files))
     order = {f: i for i, f in enumerate(plan.files)}

@@ -220,11 +220,7 @@ class SftpFs:
         if not self._exec:
             return False
         batch = [
-            FileMove(
-                m.file,
-                RemoteEntry(m.source, _PRESENT if m.source_present else None),
-                RemoteEntry(m.target, _PRESENT if m.target_present else None),
-            )
+            FileMove(m.file, RemoteEntry(m.source, _PRESENT), RemoteEntry(m.target, None))
             for m in moves
         ]
         return self.trips.run_batch(self.conn, batch)
