@@ -73,7 +73,7 @@ def promote(
     copies = {f: listed.entry(places.tree(tag, f.target)) for f in plan.files}
     present = [f for f in plan.files if listed.entry(places.target(f)) is not None]
     resumed = any(f.target not in before for f in present)
-    _check_present(fs, places, plan, present, copies, record, moved=resumed)
+    _check_present(fs, places, present, copies, record, moved=resumed)
     renames, singles, leftovers = _moves(fs, places, plan, listed, copies)
     _try_writing(fs, renames, singles)
     touched = Touched()
@@ -91,7 +91,7 @@ def promote(
             touched.files.append(m.target)
             touched.folders.update(ancestors(posixpath.dirname(m.target), places.public))
         where = posixpath.dirname(singles[0].target) if singles else where
-        moved = _move_singles(fs, singles, touched, moved_before=bool(renames) or resumed)
+        moved = _move_singles(fs, singles, moved_before=bool(renames) or resumed)
     except OSError as err:
         try:
             public = [t for t in targets_in_public(fs, places, plan) if t not in before]
@@ -120,7 +120,6 @@ def _folders_in_the_way(places: Places, plan: PublishPlan, listed: Listings) -> 
 def _check_present(
     fs: FileSystem,
     places: Places,
-    plan: PublishPlan,
     present: list[PlanFile],
     copies: dict[PlanFile, Entry | None],
     record: Record,
@@ -241,9 +240,7 @@ def _existing(fs: FileSystem, folder: str) -> str:
     return folder
 
 
-def _move_singles(
-    fs: FileSystem, moves: list[Move], touched: Touched, *, moved_before: bool
-) -> int:
+def _move_singles(fs: FileSystem, moves: list[Move], *, moved_before: bool) -> int:
     """The per-file phase; returns how many files it made public."""
     if not moves:
         return 0

@@ -49,17 +49,13 @@ def walk(
     *,
     unreadable: tuple[type[OSError], ...],
     reason: Callable[[OSError], str],
-    max_depth: int | None = None,
-    max_entries: int | None = None,
 ) -> Walked:
     """Every entry below ``root`` (its own listing's errors are raised), keyed by path
     under ``prefix``. A sub-folder whose listing raises one of ``unreadable`` is reported
     with ``reason(err)``, an empty one and an odd name are reported; a folder more than
-    ``max_depth`` folders below ``root`` is not entered, its top folder reported; past
-    ``max_entries`` entries the walk stops (``cut``). The budgets default to
-    :data:`MAX_DEPTH` and :data:`MAX_ENTRIES`."""
-    max_depth = MAX_DEPTH if max_depth is None else max_depth
-    limit = MAX_ENTRIES if max_entries is None else max_entries
+    :data:`MAX_DEPTH` folders below ``root`` is not entered, its top folder reported; past
+    :data:`MAX_ENTRIES` entries the walk stops (``cut``)."""
+    max_depth, limit = MAX_DEPTH, MAX_ENTRIES  # the module's budgets, read at each walk
     found: dict[str, StagedFile] = {}
     left = limit
     pending = [(root, prefix, 0)]  # folders still to list: (where, key prefix, depth)

@@ -325,3 +325,23 @@ def test_a_resumed_promotion_proves_a_linked_file_by_its_copy_when_no_inode_was_
     public = [str(backend.public / "3.14.0" / name) for name in FILES]
     assert sorted(hashed) == sorted(public)
     assert set(backend.public_files()) == {f"3.14.0/{name}" for name in FILES}
+
+
+def test_a_file_where_a_public_folder_should_be_is_named_and_nothing_moves(
+    tmp_path: Path,
+) -> None:
+    backend = local(tmp_path)
+    (backend.public / "3.14.0").write_text("not a folder")
+    stage(backend, DOCS + FILES)
+    plan = plan_for(backend, TAG, DOCS + FILES)
+    storage = backend.make()
+    assert storage.freeze(plan) == []
+
+    with pytest.raises(StorageError) as refused:
+        storage.promote(plan)
+
+    assert str(refused.value) == (
+        f"{backend.public / '3.14.0'} is in the way: it should be a folder of public files "
+        "(move it away); nothing was made public."
+    )
+    assert set(backend.public_files()) == {"3.14.0"}  # the docs' folder was not renamed
