@@ -97,7 +97,10 @@ async def test_a_plain_publish_is_announced_under_its_tag_and_each_step_says_wha
     [announced] = [m for m in world.chat.posts if m.kind is ChannelKind.ANNOUNCEMENT]  # type: ignore[attr-defined]
     assert announced.tag == TAG
     assert announced.text.startswith(f"{TAG} is published: ")  # not a late files' note
-    assert "confirmed by hugo." in announced.text
+    assert announced.text.endswith(  # the profile's links, each after one space
+        "confirmed by hugo. Release page: https://www.python.org/downloads/release/python-3141/"
+        " Files: https://www.python.org/ftp/python/3.14.1/"
+    ), announced.text
     lines = audit(world)
     assert "purge: no CDN configured" in lines
     assert "announce: announced" in lines
