@@ -26,6 +26,7 @@ from tests.conftest import RecordingChat, World
 from tests.doubles.pydotorg import PydotorgDouble
 from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
+from tests.test_pinning import AppendedAfterTheMove
 
 __all__ = ["sigstore_instance"]
 
@@ -102,6 +103,7 @@ async def test_a_plain_publish_is_announced_under_its_tag_and_each_step_says_wha
         " Files: https://www.python.org/ftp/python/3.14.1/"
     ), announced.text
     lines = audit(world)
+    assert "register: no release database configured" in lines
     assert "purge: no CDN configured" in lines
     assert "announce: announced" in lines
     assert "tidy: staged originals removed" in lines
@@ -331,3 +333,24 @@ async def test_the_log_going_down_names_how_many_files_were_not_signed_and_why(
             rf"signing failed \(\d+ of {signed} files were not signed \(signing failed: ",
             called_off(world),
         )
+
+
+async def test_public_files_changed_after_the_move_stop_the_publish_and_add_one_mismatch(
+    world: World,
+) -> None:
+    world.stage(TAG)
+    await world.ready_all(TAG)
+    line = await world.plan(TAG)
+    world.start(AppendedAfterTheMove(world.staging, world.public))
+    world.gate.metrics.public_mismatches = 4  # earlier publishes' count: this one adds one
+
+    reply = await world.say("hugo", line)
+
+    assert reply.private and "did not finish" in reply.text
+    assert world.gate.metrics.public_mismatches == 5
+    notices = world.chat.texts(ChannelKind.NOTICE)
+    assert any(
+        "after the move, public files are not the bot's copies "
+        f"({TAG}/{PKG} is not the bot's copy); they are not registered or announced." in n
+        for n in notices
+    ), notices
