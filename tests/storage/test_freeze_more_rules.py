@@ -2,21 +2,27 @@
 confirmation (a restarted bot) keeps the copies it made and their record, so what an
 uploader does to staging since changes nothing of the publish and nothing is copied again;
 a new confirmation drops the release's old copies and copies every file anew, so its record
-is of the originals as they are now, and the tidy after the publish removes them."""
+is of the originals as they are now, and the tidy after the publish removes them. Every
+file that differs from the plan is named; each copy's inode is recorded where the backend
+tells it (so a copy swapped since is never published) and forgotten where it cannot."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
+from bot.errors import PublishStopped
+from bot.storage import freezer
 from bot.storage.local import LocalStorage
 from bot.storage.local_fs import LocalFs
-from bot.storage.primitives import Copied, CopyJob
+from bot.storage.primitives import Copied, CopyJob, Places
 
 TAG = ReleaseTag.parse("3.14.1")
 TARBALL = b"the confirmed tarball"
@@ -99,3 +105,57 @@ def test_a_new_confirmation_copies_every_file_again_so_the_tidy_knows_the_origin
     storage.promote(PLAN)
     assert storage.tidy(PLAN) == []  # the re-staged tarball is the one copied: removed
     assert not (storage.staging / "3.14.1").exists()
+
+
+def copy_of(storage: LocalStorage, name: str) -> Path:
+    return storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1" / name
+
+
+def test_every_file_that_differs_from_the_plan_is_named_not_only_the_first(
+    storage: LocalStorage,
+) -> None:
+    staged = storage.staging / "3.14.1"
+    (staged / "Python-3.14.1.tgz").write_bytes(b"another tarball, staged after the plan")
+    (staged / "python-3.14.1-amd64.exe").unlink()
+
+    problems = storage.freeze(PLAN)
+
+    assert problems == ["Python-3.14.1.tgz changed", "python-3.14.1-amd64.exe is missing"]
+    assert not copy_of(storage, "Python-3.14.1.tgz").exists()
+
+
+def test_a_copy_swapped_for_another_file_after_the_freeze_is_not_published(
+    storage: LocalStorage, tmp_path: Path
+) -> None:
+    assert storage.freeze(PLAN) == []
+    # Same size, mode and owner: only the file itself (its inode) tells it apart.
+    other = tmp_path / "other"
+    other.write_bytes(b"x" * len(TARBALL))
+    os.chmod(other, 0o444)
+    os.replace(other, copy_of(storage, "Python-3.14.1.tgz"))
+
+    with pytest.raises(PublishStopped, match=r"Python-3\.14\.1\.tgz changed"):
+        storage.promote(PLAN)
+
+    assert list(storage.public.iterdir()) == []
+
+
+class NoCopyInodes(LocalFs):
+    """A backend that cannot tell a copy's inode (as SFTP without exec)."""
+
+    def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
+        return [replace(c, copy_ino=None) for c in super().copy(jobs)]
+
+
+def test_a_copy_made_again_where_inodes_cannot_be_told_is_not_held_to_the_old_inode(
+    storage: LocalStorage,
+) -> None:
+    assert storage.freeze(PLAN) == []
+    copy_of(storage, "Python-3.14.1.tgz").unlink()
+    places = Places(str(storage.staging), str(storage.public), str(storage.work))
+    # Resumed through a connection that could not tell the new copy's inode.
+    assert freezer.freeze(NoCopyInodes(), places, PLAN, fresh=False) == []
+
+    storage.promote(PLAN)
+
+    assert (storage.public / "3.14.1" / "Python-3.14.1.tgz").read_bytes() == TARBALL
