@@ -56,6 +56,10 @@ def copied(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return made
 
 
+def copy_of(storage: LocalStorage, name: str) -> Path:
+    return storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1" / name
+
+
 PLAN = PublishPlan(
     TAG,
     (planned("Python-3.14.1.tgz", TARBALL), planned("python-3.14.1-amd64.exe", INSTALLER)),
@@ -80,11 +84,11 @@ def test_a_resumed_freeze_copies_only_the_file_whose_copy_is_gone(
     storage: LocalStorage, copied: list[str]
 ) -> None:
     assert storage.freeze(PLAN) == []
-    (storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1" / "Python-3.14.1.tgz").unlink()
+    copy_of(storage, "python-3.14.1-amd64.exe").unlink()  # the tarball's, before it, is kept
 
     assert storage.freeze(PLAN, fresh=False) == []
 
-    assert copied == ["Python-3.14.1.tgz", "python-3.14.1-amd64.exe", "Python-3.14.1.tgz"]
+    assert copied == ["Python-3.14.1.tgz", "python-3.14.1-amd64.exe", "python-3.14.1-amd64.exe"]
     storage.promote(PLAN)
     assert storage.tidy(PLAN) == []  # both originals are the files the bot copied
     assert not (storage.staging / "3.14.1").exists()
@@ -105,10 +109,6 @@ def test_a_new_confirmation_copies_every_file_again_so_the_tidy_knows_the_origin
     storage.promote(PLAN)
     assert storage.tidy(PLAN) == []  # the re-staged tarball is the one copied: removed
     assert not (storage.staging / "3.14.1").exists()
-
-
-def copy_of(storage: LocalStorage, name: str) -> Path:
-    return storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1" / name
 
 
 def test_every_file_that_differs_from_the_plan_is_named_not_only_the_first(
