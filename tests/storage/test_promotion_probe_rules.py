@@ -42,6 +42,25 @@ def local(tmp_path: Path, cls: type[LocalStorage] = LocalStorage) -> Backend:
     return Backend("local", staging, public, lambda: cls(staging, public), None)  # type: ignore[arg-type]
 
 
+class DiesAfterTheFirstLink(LocalStorage):
+    def _link(self, source: Path, target: Path) -> None:
+        super()._link(source, target)
+        raise KeyboardInterrupt  # the process dies
+
+
+def record_hashing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the local filesystem hashes from now on, in order."""
+    hashed: list[str] = []
+    real_hash = LocalFs.hash
+
+    def recording(fs: LocalFs, paths: list[str]) -> dict[str, str]:
+        hashed.extend(paths)
+        return real_hash(fs, paths)
+
+    monkeypatch.setattr(LocalFs, "hash", recording)
+    return hashed
+
+
 def probes_left(public: Path) -> list[Path]:
     return list(public.rglob(f"{PROBE}*"))
 
@@ -187,11 +206,6 @@ def test_the_probe_in_each_receiving_public_folder_is_private_and_removed(
 def test_a_target_public_as_a_folder_after_an_interrupted_promotion_stops_it_saying_files_moved(
     tmp_path: Path,
 ) -> None:
-    class DiesAfterTheFirstLink(LocalStorage):
-        def _link(self, source: Path, target: Path) -> None:
-            super()._link(source, target)
-            raise KeyboardInterrupt  # the process dies
-
     backend = local(tmp_path, DiesAfterTheFirstLink)
     (backend.public / "3.14.0").mkdir()
     stage(backend, FILES)
@@ -223,15 +237,7 @@ def test_a_promotion_run_again_after_it_finished_proves_its_files_without_hashin
     stage(backend, FILES)
     plan = plan_for(backend, TAG, FILES)
     publish(backend.make(), plan)
-    hashed: list[str] = []
-    real_hash = LocalFs.hash
-
-    def recording(fs: LocalFs, paths: list[str]) -> dict[str, str]:
-        hashed.extend(paths)
-        return real_hash(fs, paths)
-
-    monkeypatch.setattr(LocalFs, "hash", recording)
-
+    hashed = record_hashing(monkeypatch)
     backend.make().promote(plan)
 
     assert hashed == []
@@ -292,11 +298,6 @@ def test_a_resumed_promotion_proves_a_linked_file_by_its_copy_when_no_inode_was_
 ) -> None:
     # Copies frozen over a server that showed no inodes leave none in the record; promoted
     # where inodes show, a file linked before a crash is the bot's by its copy's inode.
-    class DiesAfterTheFirstLink(LocalStorage):
-        def _link(self, source: Path, target: Path) -> None:
-            super()._link(source, target)
-            raise KeyboardInterrupt  # the process dies
-
     backend = local(tmp_path, DiesAfterTheFirstLink)
     (backend.public / "3.14.0").mkdir()
     stage(backend, FILES)
@@ -309,15 +310,7 @@ def test_a_resumed_promotion_proves_a_linked_file_by_its_copy_when_no_inode_was_
     record.write_text(json.dumps({**data, "copies": {}}))
     with pytest.raises(KeyboardInterrupt):
         dying.promote(plan)
-    hashed: list[str] = []
-    real_hash = LocalFs.hash
-
-    def recording(fs: LocalFs, paths: list[str]) -> dict[str, str]:
-        hashed.extend(paths)
-        return real_hash(fs, paths)
-
-    monkeypatch.setattr(LocalFs, "hash", recording)
-
+    hashed = record_hashing(monkeypatch)
     LocalStorage(backend.staging, backend.public).promote(plan)
 
     # Each public file is read once, after the moves (with no inode recorded, that is how
