@@ -192,6 +192,7 @@ SUITES = {
             "tests/test_runner_rules.py",
             "tests/test_ready_rules.py",
             "tests/test_status_rules.py",
+            "tests/test_freeze_step_rules.py",
         ],
     ),
 }
