@@ -338,3 +338,21 @@ def test_a_file_where_a_public_folder_should_be_is_named_and_nothing_moves(
         "(move it away); nothing was made public."
     )
     assert set(backend.public_files()) == {"3.14.0"}  # the docs' folder was not renamed
+
+
+def test_a_target_taken_by_other_bytes_after_an_interrupted_promotion_says_files_moved(
+    tmp_path: Path,
+) -> None:
+    backend = local(tmp_path, DiesAfterTheFirstLink)
+    (backend.public / "3.14.0").mkdir()
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    with pytest.raises(KeyboardInterrupt):
+        publish(backend.make(), plan)
+    (backend.public / "3.14.0" / FILES[1]).write_text("someone else's")
+
+    with pytest.raises(PromotionConflict) as conflict:
+        LocalStorage(backend.staging, backend.public).promote(plan)
+
+    assert str(conflict.value).startswith(f"3.14.0/{FILES[1]} is already public with different")
+    assert conflict.value.moved is True  # the first file was public, from the run that died
