@@ -193,6 +193,7 @@ SUITES = {
             "tests/test_ready_rules.py",
             "tests/test_status_rules.py",
             "tests/test_freeze_step_rules.py",
+            "tests/test_runner_more_rules.py",
         ],
     ),
 }
