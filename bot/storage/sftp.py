@@ -29,10 +29,10 @@ from bot.ports import PromotionReport
 from bot.ports.lease import Holder
 from bot.storage import aside, freezer, promotion, sftp_files, sftp_fs
 from bot.storage.lock import Lease
-from bot.storage.primitives import FileSystem, Places, Touched, default_work
+from bot.storage.primitives import FileSystem, Move, Places, Touched, default_work
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.sftp_check import check_server, overlap_on_server
-from bot.storage.sftp_fs import FileMove, RoundTrips, SftpFs, inside
+from bot.storage.sftp_fs import RoundTrips, SftpFs, inside
 from bot.storage.ssh import (
     Connection,
     Endpoint,
@@ -41,7 +41,7 @@ from bot.storage.ssh import (
     SshRefused,
 )
 
-__all__ = ["Connection", "FileMove", "HostKeyRejected", "SftpStorage", "SshRefused", "Touched"]
+__all__ = ["Connection", "HostKeyRejected", "Move", "SftpStorage", "SshRefused", "Touched"]
 
 
 class SftpStorage:
@@ -273,7 +273,7 @@ class SftpStorage:
         )
 
     # The round trips, kept apart so tests can inject a crash or a dropped connection.
-    def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
+    def _run_batch(self, conn: Connection, moves: list[Move]) -> bool:
         """The per-file batch of moves (see :func:`bot.storage.sftp_fs.run_moves`)."""
         return sftp_fs.run_moves(self._ssh, conn, moves)
 

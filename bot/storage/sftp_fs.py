@@ -32,7 +32,6 @@ from paramiko.sftp import (
     CMD_READDIR,
 )
 
-from bot.domain.plan import PlanFile
 from bot.errors import StorageError
 from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
 from bot.storage.remote_copy import copy_on_server, parse_stamp, stamp_command
@@ -41,33 +40,6 @@ from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
 from bot.storage.walk import Dirent, Walked, walk
 
 log = logging.getLogger(__name__)
-
-_PRESENT = paramiko.SFTPAttributes()  # "there" for a batch move (only presence matters)
-
-
-@dataclass
-class RemoteEntry:
-    """A server path as seen by ``lstat`` (None when absent)."""
-
-    path: str
-    attr: paramiko.SFTPAttributes | None
-
-    @property
-    def present(self) -> bool:
-        return self.attr is not None
-
-    @property
-    def regular(self) -> bool:
-        return self.attr is not None and stat.S_ISREG(self.attr.st_mode or 0)
-
-
-@dataclass
-class FileMove:
-    """One file of a per-file batch, with what the conflict check saw."""
-
-    file: PlanFile
-    source: RemoteEntry
-    target: RemoteEntry
 
 
 @dataclass(frozen=True)
@@ -79,7 +51,7 @@ class RoundTrips:
     hardlink: Callable[[Connection, str, str], None]
     rename: Callable[[Connection, str, str], None]
     replace: Callable[[Connection, str, str], None]
-    run_batch: Callable[[Connection, list[FileMove]], bool]
+    run_batch: Callable[[Connection, list[Move]], bool]
 
 
 class SftpFs:
@@ -219,11 +191,7 @@ class SftpFs:
     def move_batch(self, moves: Sequence[Move]) -> bool:
         if not self._exec:
             return False
-        batch = [
-            FileMove(m.file, RemoteEntry(m.source, _PRESENT), RemoteEntry(m.target, None))
-            for m in moves
-        ]
-        return self.trips.run_batch(self.conn, batch)
+        return self.trips.run_batch(self.conn, list(moves))
 
     def finish(self, touched: Touched) -> None:
         """After the moves, in one command: flush the public folders' new entries and give
@@ -432,7 +400,7 @@ def replace(link: SshLink, conn: Connection, source: str, target: str) -> None:
     conn.sftp.posix_rename(source, target)
 
 
-def run_moves(link: SshLink, conn: Connection, moves: list[FileMove]) -> bool:
+def run_moves(link: SshLink, conn: Connection, moves: list[Move]) -> bool:
     """No-clobber moves of single files in one shell command per batch: every link in
     plan order, then the removal of the frozen copies. False when a batch stopped
     half-way (a target appeared meanwhile): the promoter then looks at each file again
@@ -449,7 +417,7 @@ def run_moves(link: SshLink, conn: Connection, moves: list[FileMove]) -> bool:
     return True
 
 
-def _move_scripts(moves: list[FileMove]) -> list[str]:
+def _move_scripts(moves: list[Move]) -> list[str]:
     """``set -e`` shell scripts of no-clobber moves in plan order: the links, then the
     removal of the staged copies. One script unless the batch is too long for one command.
 
@@ -458,36 +426,36 @@ def _move_scripts(moves: list[FileMove]) -> list[str]:
     would stretch the window in which the release is partly visible to ~2 ms per file.
     """
     q = shlex.quote
-    todo = [m for m in moves if m.source.present]  # the others are public already
+    todo = list(moves)
     scripts: list[str] = []
     while todo:
-        chunk: list[FileMove] = []
+        chunk: list[Move] = []
         size = 0
         while todo and (not chunk or size < MAX_COMMAND // 3):
             chunk.append(todo.pop(0))
-            size += 2 * len(chunk[-1].source.path) + 2 * len(chunk[-1].target.path) + 20
-        folders = dict.fromkeys(posixpath.dirname(m.target.path) for m in chunk)
+            size += 2 * len(chunk[-1].source) + 2 * len(chunk[-1].target) + 20
+        folders = dict.fromkeys(posixpath.dirname(m.target) for m in chunk)
         links: list[str] = []
         group: list[str] = []  # sources going to ``folder`` under their own name
         folder = ""
-        for m in (m for m in chunk if not m.target.present):
-            target_folder, name = posixpath.split(m.target.path)
-            same_name = name == posixpath.basename(m.source.path)
+        for m in chunk:
+            target_folder, name = posixpath.split(m.target)
+            same_name = name == posixpath.basename(m.source)
             if group and (target_folder != folder or not same_name):
                 links.append(f"ln -- {' '.join(group)} {q(folder)}")
                 group = []
             if same_name:
                 folder = target_folder
-                group.append(q(m.source.path))
+                group.append(q(m.source))
             else:
-                links.append(f"ln -T -- {q(m.source.path)} {q(m.target.path)}")
+                links.append(f"ln -T -- {q(m.source)} {q(m.target)}")
         if group:
             links.append(f"ln -- {' '.join(group)} {q(folder)}")
         script = [
             "set -e",
             f"mkdir -p -- {' '.join(q(d) for d in folders)}",
             *links,
-            f"rm -- {' '.join(q(m.source.path) for m in chunk)}",
+            f"rm -- {' '.join(q(m.source) for m in chunk)}",
         ]
         scripts.append("\n".join(script))
     return scripts

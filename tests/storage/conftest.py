@@ -19,7 +19,7 @@ from bot.domain.tags import ReleaseTag
 from bot.ports import PromotionReport, Storage
 from bot.storage.freezer import make_folders
 from bot.storage.local import LocalStorage
-from bot.storage.sftp import Connection, FileMove, SftpStorage
+from bot.storage.sftp import Connection, Move, SftpStorage
 from tests.sshd import MISSING, SSHD, SshServer
 from tests.uploader import shared_root, uploader  # noqa: F401  (fixtures: a real uploader)
 
@@ -110,14 +110,14 @@ class CrashingSftp(SftpStorage):
             raise Crash
         self.budget -= 1
 
-    def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
+    def _run_batch(self, conn: Connection, moves: list[Move]) -> bool:
         if self.budget >= len(moves):
             self.budget -= len(moves)
             return super()._run_batch(conn, moves)
         super()._run_batch(conn, moves[: self.budget])
         half = moves[self.budget]
-        make_folders(self._fs(conn), posixpath.dirname(half.target.path), "/", 0o755)
-        self._link(conn, half.source.path, half.target.path)
+        make_folders(self._fs(conn), posixpath.dirname(half.target), "/", 0o755)
+        self._link(conn, half.source, half.target)
         raise Crash
 
 

@@ -12,7 +12,7 @@ from bot.domain.history import EventKind
 from bot.domain.profile import load_profile
 from bot.ports.messages import ChannelKind
 from bot.service.gate import PIPELINE
-from bot.storage.sftp import Connection, FileMove, SftpStorage
+from bot.storage.sftp import Connection, Move, SftpStorage
 from tests.conftest import World
 from tests.console_driver import RELBOT, publish_through_console
 from tests.pinned import NO_SIGNATURES, RELEASE_CYCLE_LINE
@@ -85,7 +85,7 @@ class DroppedMidPublish(SftpStorage):
 
     server: SshServer
 
-    def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
+    def _run_batch(self, conn: Connection, moves: list[Move]) -> bool:
         self.server.stop()
         return super()._run_batch(conn, moves)
 

@@ -17,8 +17,8 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import PromotionConflict, PublishStopped, StagingUnreachable, StorageError
 from bot.storage.sftp import (
     Connection,
-    FileMove,
     HostKeyRejected,
+    Move,
     SftpStorage,
     SshRefused,
 )
@@ -218,7 +218,7 @@ def test_sshd_stopped_in_the_middle_of_a_publish_then_restarted_publishes_exactl
     plan = plan_for(as_backend(staging, public), TAG, list(FILES))
 
     class DiesMidBatch(SftpStorage):
-        def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
+        def _run_batch(self, conn: Connection, moves: list[Move]) -> bool:
             super()._run_batch(conn, moves[:2])
             own_sshd.stop()
             return super()._run_batch(conn, moves[2:])
@@ -463,7 +463,7 @@ def test_a_target_appearing_during_the_batch_is_never_overwritten(
     intruder = public / "3.14.0" / "python-3.14.0rc2-amd64.exe"
 
     class Raced(SftpStorage):
-        def _run_batch(self, conn: Connection, moves: list[FileMove]) -> bool:
+        def _run_batch(self, conn: Connection, moves: list[Move]) -> bool:
             intruder.write_text("exe" if same_content else "someone else's")
             return super()._run_batch(conn, moves)
 
