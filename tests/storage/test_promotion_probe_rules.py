@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.plan import PublishPlan
 from bot.errors import PromotionConflict, StorageError
 from bot.storage.local import LocalStorage
 from bot.storage.local_fs import LocalFs, PublicMoves
@@ -46,6 +47,17 @@ class DiesAfterTheFirstLink(LocalStorage):
     def _link(self, source: Path, target: Path) -> None:
         super()._link(source, target)
         raise KeyboardInterrupt  # the process dies
+
+
+def interrupted_after_the_first_link(tmp_path: Path) -> tuple[Backend, PublishPlan]:
+    """A publish into an existing 3.14.0/ whose process died once the first file was linked."""
+    backend = local(tmp_path, DiesAfterTheFirstLink)
+    (backend.public / "3.14.0").mkdir()
+    stage(backend, FILES)
+    plan = plan_for(backend, TAG, FILES)
+    with pytest.raises(KeyboardInterrupt):
+        publish(backend.make(), plan)
+    return backend, plan
 
 
 def record_hashing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -206,12 +218,7 @@ def test_the_probe_in_each_receiving_public_folder_is_private_and_removed(
 def test_a_target_public_as_a_folder_after_an_interrupted_promotion_stops_it_saying_files_moved(
     tmp_path: Path,
 ) -> None:
-    backend = local(tmp_path, DiesAfterTheFirstLink)
-    (backend.public / "3.14.0").mkdir()
-    stage(backend, FILES)
-    plan = plan_for(backend, TAG, FILES)
-    with pytest.raises(KeyboardInterrupt):
-        publish(backend.make(), plan)
+    backend, plan = interrupted_after_the_first_link(tmp_path)
     (backend.public / "3.14.0" / FILES[1]).mkdir()  # someone's folder at the second target
 
     with pytest.raises(PromotionConflict) as conflict:
@@ -343,12 +350,7 @@ def test_a_file_where_a_public_folder_should_be_is_named_and_nothing_moves(
 def test_a_target_taken_by_other_bytes_after_an_interrupted_promotion_says_files_moved(
     tmp_path: Path,
 ) -> None:
-    backend = local(tmp_path, DiesAfterTheFirstLink)
-    (backend.public / "3.14.0").mkdir()
-    stage(backend, FILES)
-    plan = plan_for(backend, TAG, FILES)
-    with pytest.raises(KeyboardInterrupt):
-        publish(backend.make(), plan)
+    backend, plan = interrupted_after_the_first_link(tmp_path)
     (backend.public / "3.14.0" / FILES[1]).write_text("someone else's")
 
     with pytest.raises(PromotionConflict) as conflict:
