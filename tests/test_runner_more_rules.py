@@ -1,7 +1,9 @@
 """What the runner of a confirmed publish keeps across a restart, counts, and answers: a
 resumed stopped publish still shows why it stopped, signing that fails counts one failure,
-and a confirmation whose storage another bot took at that moment publishes nothing and says
-why."""
+a finished publish counts one publish, a confirmation whose storage another bot took at that
+moment publishes nothing and says why, a confirmation that meets an unfinished /abort
+finishes the abort, and a conflict is never undone while storage cannot tell what is
+public."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from tests.storage.test_gate_over_sftp import sftp_world
 from tests.storage.test_storage_lock import holder
 from tests.test_pinning import AppendedAfterTheMove
 from tests.test_pipeline_step_rules import TAG, before_step, called_off, confirm_with_login
+from tests.test_runner_rules import PKG, confirm, faulty, frozen
 
 __all__ = ["sigstore_instance", "sshd"]
 
@@ -87,3 +90,89 @@ async def test_a_confirmation_as_another_bot_takes_the_storage_publishes_nothing
     assert "pid 777 on host dl-bot-b" in reply.text, reply.text
     assert world.public_files() == set()
     assert "published" not in world.events(TAG)
+
+
+async def test_a_confirmation_made_while_an_unfinished_abort_waits_finishes_the_abort(
+    world: World,
+) -> None:
+    # A publish stopped at the promotion while storage could not tell what was public (so
+    # it was told as not abortable); /abort is journaled once storage can tell, but dropping
+    # the copies fails, so the abort waits for the next scan. The RM confirms the offered
+    # finish first: the journaled abort wins, once, and nothing becomes public.
+    storage = faulty(world)
+    world.public.mkdir(parents=True)
+    blocker = world.public / TAG
+    blocker.write_text("a file where the release's folder goes")
+    await confirm(world)  # waits at the promotion
+    copy = frozen(world) / "tree" / TAG / PKG
+    copy.chmod(0o644)
+    copy.write_bytes(b"tampered")
+    blocker.unlink()
+    storage.blind = True
+    await world.gate.scan()  # stops: files of it may be public
+    storage.blind = False
+    storage.undroppable = True
+    failed = await world.say("hugo", f"/abort {TAG}")
+    assert failed.private and "Cannot drop the copies" in failed.text, failed.text
+    assert world.events(TAG)[-1] == "aborting"
+    storage.undroppable = False
+    finish = await world.plan(TAG)  # the stopped publish's finishing plan
+
+    reply = await world.say("hugo", finish)
+
+    assert reply.private
+    assert reply.text == (
+        f"Publishing {TAG} was aborted: nothing was made public, and staging holds the files "
+        "as the uploaders left them (the bot only copied them). Claims are unchanged and "
+        f"/publish {TAG} works again."
+    )
+    await world.gate.scan()
+    assert world.events(TAG, EventKind.ABORTED) == ["aborted"]
+    assert world.events(TAG, EventKind.PUBLISHED) == []
+    assert world.public_files() == set()
+    assert not frozen(world).exists()
+
+
+async def test_a_conflict_before_anything_moved_stops_rather_than_undoes_when_storage_cannot_tell(
+    world: World,
+) -> None:
+    # A file public before the confirmation holds other bytes than the one planned for its
+    # name, so the promotion moves nothing; but storage cannot look at the public folder
+    # now, so what is public cannot be checked: the publish is never undone on the
+    # promotion's word alone (an abort must never half-undo); it stops, as not abortable.
+    storage = faulty(world)
+    in_the_way = world.public / TAG / "Python-3.14.1.tgz"
+    in_the_way.parent.mkdir(parents=True)
+    world.stage(TAG)
+    await world.ready_all(TAG)
+    line = await world.plan(TAG)
+    in_the_way.write_text("another build, public since the plan")
+    append = world.store.append
+
+    def blind_once_confirmed(tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Any:
+        if kind is EventKind.CONFIRMED:
+            storage.blind = True
+        return append(tag, actor, kind, **data)
+
+    world.store.append = blind_once_confirmed  # type: ignore[method-assign]
+
+    reply = await world.say("hugo", line)
+
+    assert reply.text.startswith(f"Publishing {TAG} did not finish. Publishing {TAG} stopped "), (
+        reply.text
+    )
+    assert "Files of it are public already, so it cannot be aborted" in reply.text
+    assert world.events(TAG)[-1] == "stopped"
+    assert world.events(TAG, EventKind.ABORTED) == []
+    assert frozen(world).exists()
+
+
+async def test_a_publish_that_finishes_adds_exactly_one_to_the_publishes_count(
+    world: World,
+) -> None:
+    world.gate.metrics.publishes = 4  # publishes counted before
+
+    reply = await confirm(world)
+
+    assert reply.startswith(f"Published {TAG}"), reply
+    assert world.gate.metrics.publishes == 5

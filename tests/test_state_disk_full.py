@@ -79,9 +79,20 @@ async def test_a_full_state_disk_during_a_resume_is_told_once_then_the_publish_f
     for _ in range(3):
         await world.gate.scan()  # never raises
 
-    told = [n for n in world.chat.texts(ChannelKind.NOTICE) if "Cannot write the state file" in n]
+    told = [
+        n
+        for n in world.chat.posts
+        if n.kind is ChannelKind.NOTICE and "Cannot write the state file" in n.text
+    ]
     assert len(told) == 1, told
-    assert told[0].startswith("Publishing 3.14.1 waits: ")
+    assert told[0].text.startswith(
+        f"Publishing 3.14.1 waits: Cannot write the state file {state_fs / 'state.db'}: "
+    )
+    assert told[0].text.endswith(
+        ". Nothing more happens until the state file can be written again; then it resumes "
+        "by itself."
+    )
+    assert told[0].tag == "3.14.1" and told[0].mentions == ("hugo",)  # the publisher acts
     assert not world.store.release(ReleaseTag.parse("3.14.1")).is_published
     assert world.chat.texts(ChannelKind.ANNOUNCEMENT) == []
 
