@@ -1,9 +1,10 @@
-"""The publishing handler's rules as the RM reads them: an expired code names when it
-expired; a code refused because staging changed since the plan names what changed (a file, the
-waivers, the announcement); /abort refused once files are public (the files named, in the
-right grammatical number, and the stop's way out only when the publish stopped), an
-interrupted /abort finished in the name of whoever typed it, and the succeeding /abort shown
-as a success."""
+"""The publishing handler's rules as the RM reads them: an RM dropped from the team since the
+plan cannot confirm it; a mistyped code in the plan's last second points to the plan's own
+code; an expired code names when it expired; a code refused because staging changed since
+the plan names what changed (a file, the waivers, the announcement) and asks for a new plan;
+/abort refused once files are public (the files named, in the right grammatical number, and
+the stop's way out only when the publish stopped), an interrupted /abort finished in the name
+of whoever typed it, and the succeeding /abort shown as a success."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slack.blocks import reply_payload
+from bot.config import load_config
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
@@ -53,7 +55,10 @@ async def test_a_file_rebuilt_and_claimed_again_after_the_plan_is_named_as_chang
     refused = await world.say("hugo", line)
 
     assert refused.private
-    assert "Staging changed since the plan (python-3.14.1.exe changed);" in refused.text
+    assert refused.text == (
+        "Staging changed since the plan (python-3.14.1.exe changed); nothing was published, "
+        "type /publish 3.14.1 for a new plan."
+    )
     assert world.public_files() == set()
 
 
@@ -280,3 +285,46 @@ async def test_finishing_refuses_when_the_restaged_index_changes_as_it_is_copied
         "changed); nothing was published, type /publish 3.14.1 for a new plan."
     )
     assert live(world) == recorded
+
+
+async def test_an_rm_dropped_from_the_team_since_the_plan_cannot_confirm_it(
+    tmp_path: Path,
+) -> None:
+    # hugo planned 3.14.1; the operator then handed 3.14 to alice alone and restarted the
+    # bot. hugo's code is still within its time, but he may no longer publish 3.14.
+    world = World(tmp_path)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    config = tmp_path / "relbot.toml"
+    toml = config.read_text(encoding="utf-8")
+    handed_over = 'rm = ["3.14", "3.15"]'
+    assert handed_over in toml
+    config.write_text(toml.replace(handed_over, 'rm = ["3.15"]'), encoding="utf-8")
+    world.config = load_config(config)
+    world.start()
+
+    reply = await world.say("hugo", line)
+
+    assert reply.private
+    assert reply.text == "Only a release manager of 3.14 (alice) can publish 3.14.1."
+    assert "confirmed" not in world.events("3.14.1")
+    assert world.public_files() == set()
+
+
+async def test_a_mistyped_code_at_the_last_second_of_the_plan_points_to_the_plans_own_code(
+    world: World,
+) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    planned_at = world.clock()
+    line = await world.plan("3.14.1")  # valid for 600 s, up to and including the 600th
+    world.clock.advance(600)
+
+    reply = await world.say("hugo", "/publish 3.14.1 confirm K7Q2XF3M")
+
+    assert reply.text == (
+        "That confirmation code is not valid for 3.14.1; use the code your plan printed "
+        f"(valid until {when(planned_at + 600)}), or type /publish 3.14.1 for a new plan."
+    )
+    assert "Published 3.14.1" in (await world.say("hugo", line)).text  # still valid
