@@ -394,3 +394,25 @@ def test_relbot_check_is_quiet_about_signatures_when_they_are_required(
     main(["check", "--offline", "--config", str(tmp_path / "relbot.toml")])
 
     assert "warning" not in capsys.readouterr().out
+
+
+async def test_a_confirmation_without_the_login_is_refused_as_a_rule_and_the_code_stays_valid(
+    tmp_path: Path, as_rm: SigstoreInstance
+) -> None:
+    world = instance_world(tmp_path, as_rm)
+    prompt = await planned(world)
+    to_sign = len(signed_paths(world, world.staged_files(TAG)))
+
+    refused = await world.say("hugo", prompt.line)  # the code alone, no login
+
+    assert refused.private
+    assert refused.text == (
+        f"This plan signs {to_sign} files at the confirmation: open the plan's login link, log "
+        f"in, and type /publish {TAG} confirm <code> <login> with the code the page shows."
+    )
+    # The RM may publish: what is missing is the login, not the right to (the operator's
+    # dashboard counts it with the other rules, not as someone acting out of turn).
+    assert world.gate.metrics.refusals == {"rule": 1}
+    assert "confirmed" not in world.events(TAG)
+    done = await world.say("hugo", prompt.with_login(log_in(prompt.login_url or "")))
+    assert done.text.startswith(f"Published {TAG}"), done.text
