@@ -176,3 +176,24 @@ async def test_a_publish_that_finishes_adds_exactly_one_to_the_publishes_count(
 
     assert reply.startswith(f"Published {TAG}"), reply
     assert world.gate.metrics.publishes == 5
+
+
+async def test_a_confirmation_after_another_bot_took_the_storage_is_refused_in_one_sentence(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, sshd)
+    world.stage(TAG)
+    world.conn.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
+    await world.ready_all(TAG)
+    line = await world.plan(TAG)
+    other = holder("/srv/b/state.db", pid=777, host="dl-bot-b")
+    (world.public.parent / ".relbot-public" / "lock").write_bytes(other.to_bytes())
+
+    reply = await world.say("hugo", line)
+
+    assert reply.private, reply.text
+    assert reply.text.startswith("Another relbot holds"), reply.text
+    assert "pid 777 on host dl-bot-b" in reply.text, reply.text
+    assert reply.text.endswith(" Nothing was published."), reply.text
+    assert "confirmed" not in world.events(TAG)
+    assert world.public_files() == set()
