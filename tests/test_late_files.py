@@ -11,7 +11,7 @@ import pytest
 
 from bot.domain.history import EventKind
 from bot.http_client import RetryPolicy
-from bot.ports.messages import ChannelKind
+from bot.ports.messages import ChannelKind, Tone
 from bot.pydotorg.registry import PydotorgRegistry
 from tests.conftest import World
 from tests.doubles.pydotorg import PydotorgDouble
@@ -75,7 +75,8 @@ async def test_a_late_installer_is_published_registered_and_announced(
     assert [f.path for f in plan.plan.files] == [PKG]
     done = await world.say("hugo", plan.confirm.line)
 
-    assert not done.private, done.text
+    assert done.text == f"Published {TAG}: 1 more file is public ({len(before) + 1} in all)."
+    assert done.tone is Tone.SUCCESS
     assert snapshot(world).items() >= before.items()  # nothing already public changed
     assert world.public_files() - set(before) == {f"3.14.1/{PKG}"}
     records = {r["url"]: r for r in api.files("Python 3.14.1")}

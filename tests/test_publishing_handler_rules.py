@@ -4,7 +4,8 @@ code; an expired code names when it expired; a code refused because staging chan
 the plan names what changed (a file, the waivers, the announcement) and asks for a new plan;
 /abort refused once files are public (the files named, in the right grammatical number, and
 the stop's way out only when the publish stopped), an interrupted /abort finished in the name
-of whoever typed it, and the succeeding /abort shown as a success."""
+of whoever typed it, and the succeeding /abort shown as a success; and the journal records
+which plan's code each confirmation used, never the code."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 
 from adapters.slack.blocks import reply_payload
 from bot.config import load_config
+from bot.domain.confirmation import hash_code
+from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
@@ -26,6 +29,7 @@ from bot.storage.local import LocalStorage
 from tests.conftest import World
 from tests.doubles.discourse import DiscourseDouble
 from tests.storage.test_windows_index_gate import live, stopped_at_index
+from tests.test_runner_rules import Faulty
 from tests.windows_index_data import LIVE_VERSIONS, catalog_bytes, stage_windows_index
 
 
@@ -328,3 +332,44 @@ async def test_a_mistyped_code_at_the_last_second_of_the_plan_points_to_the_plan
         f"(valid until {when(planned_at + 600)}), or type /publish 3.14.1 for a new plan."
     )
     assert "Published 3.14.1" in (await world.say("hugo", line)).text  # still valid
+
+
+def journaled(world: World, kind: EventKind) -> list[dict[str, object]]:
+    return [dict(e.data) for e in world.store.events(ReleaseTag.parse("3.14.1")) if e.kind is kind]
+
+
+async def test_the_journal_says_which_plan_s_code_each_confirmation_used_never_the_code(
+    world: World,
+) -> None:
+    # The audit trail: each confirmation, the first and the one finishing a stopped
+    # publish, records the hash of the code it used (that of the plan it confirmed).
+    storage = Faulty(world.staging, world.public)
+    world.start(storage)
+    world.public.mkdir(parents=True)
+    blocker = world.public / "3.14.1"
+    blocker.write_text("a file where the release's folder goes")
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    first = await world.plan("3.14.1")
+    await world.say("hugo", first)  # waits at the promotion
+    copy = storage.work / "frozen" / "3.14.1" / "tree" / "3.14.1" / "python-3.14.1-macos11.pkg"
+    copy.chmod(0o644)
+    copy.write_bytes(b"tampered")
+    blocker.unlink()
+    storage.blind = True
+    await world.gate.scan()  # stops, as maybe partly public
+    storage.blind = False
+    finish = await world.plan("3.14.1")  # the plan that finishes it without the .pkg
+
+    done = await world.say("hugo", finish)
+
+    assert done.text.startswith("Published 3.14.1: "), done.text
+    planned = [p["code_hash"] for p in journaled(world, EventKind.PLANNED)]
+    confirmed = journaled(world, EventKind.CONFIRMED)
+    assert (
+        [c["code_hash"] for c in confirmed]
+        == planned
+        == [hash_code(line.rsplit(" ", 1)[1]) for line in (first, finish)]
+    )
+    assert confirmed[1]["finishing"] is True
+    assert not any(line.rsplit(" ", 1)[1] in str(confirmed) for line in (first, finish))

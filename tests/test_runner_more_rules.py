@@ -22,7 +22,7 @@ from tests.storage.test_gate_over_sftp import sftp_world
 from tests.storage.test_storage_lock import holder
 from tests.test_pinning import AppendedAfterTheMove
 from tests.test_pipeline_step_rules import TAG, before_step, called_off, confirm_with_login
-from tests.test_runner_rules import PKG, confirm, faulty, frozen
+from tests.test_runner_rules import PKG, confirm, faulty, frozen, notices
 
 __all__ = ["sigstore_instance", "sshd"]
 
@@ -197,3 +197,22 @@ async def test_a_confirmation_after_another_bot_took_the_storage_is_refused_in_o
     assert reply.text.endswith(" Nothing was published."), reply.text
     assert "confirmed" not in world.events(TAG)
     assert world.public_files() == set()
+
+
+async def test_a_new_confirmation_that_waits_for_the_same_reason_tells_the_channel_again(
+    world: World,
+) -> None:
+    # The channel hears a waiting publish's reason once, not at every retry; but a new
+    # confirmation is a new publish: its wait is told even in the same words.
+    world.public.mkdir(parents=True)
+    (world.public / TAG).write_text("a file where the release's folder goes")
+    await confirm(world)  # waits at the promotion
+    await world.gate.scan()  # retried: not told again
+    assert not (await world.say("hugo", f"/abort {TAG}")).private
+
+    again = await world.say("hugo", await world.plan(TAG))
+
+    said = again.text.removeprefix(f"Publishing {TAG} did not finish. ")
+    assert said.startswith(f"Publishing {TAG} stopped at promote: "), again.text
+    told = [n for n in notices(world) if n.text == said]
+    assert len(told) == 2, [n.text for n in notices(world)]

@@ -28,7 +28,7 @@ from bot.ports.messages import ConfirmPrompt, Reply, Tone
 from bot.service.handlers import finishing
 from bot.service.pipeline import announcing
 from bot.service.refusals import CodeRefused, Refusal, refuse_unless
-from bot.service.render import plan_text, when
+from bot.service.render import count, plan_text, when
 from bot.service.services import Services
 from bot.service.signing_offer import SigningOffer
 from bot.service.stops import stop_text
@@ -177,8 +177,8 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     s.reporter.clear_trouble(tag)
     outcome = await s.pipeline.run(s.store.release(tag))
     if outcome.published:
-        published = len(s.store.release(tag).public_files) - len(state.public_files)
-        return Reply(f"Published {tag}: {published} files are public.", Tone.SUCCESS)
+        done = s.store.release(tag)
+        return Reply(_published_text(len(state.public_files), done), Tone.SUCCESS)
     # Undone by itself (nothing public), its text says so; else it waits or stopped.
     text = outcome.text if outcome.aborted else f"Publishing {tag} did not finish. {outcome.text}"
     return Reply(
@@ -186,6 +186,17 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         Tone.REFUSAL,
         refusal="publish_stopped",
     )
+
+
+def _published_text(before: int, state: ReleaseState) -> str:
+    """The confirmation's reply once its publish finished; late files (``before``: the
+    files public before them) are told as added to what is public."""
+    tag, total = state.tag, len(state.public_files)
+    added = total - before
+    verb = "is" if added == 1 else "are"
+    if before:
+        return f"Published {tag}: {count(added, 'more file')} {verb} public ({total} in all)."
+    return f"Published {tag}: {count(added, 'file')} {verb} public."
 
 
 async def _copy_restaged(s: Services, tag: ReleaseTag, plan: PublishPlan) -> None:
