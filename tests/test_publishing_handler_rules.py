@@ -26,7 +26,7 @@ from bot.ports.messages import ChannelKind
 from bot.pydotorg.discourse import DiscourseClient
 from bot.service.render import when
 from bot.storage.local import LocalStorage
-from tests.conftest import World
+from tests.conftest import TEAM_TOML, World
 from tests.doubles.discourse import DiscourseDouble
 from tests.storage.test_windows_index_gate import live, stopped_at_index
 from tests.test_runner_rules import Faulty
@@ -373,3 +373,38 @@ async def test_the_journal_says_which_plan_s_code_each_confirmation_used_never_t
     )
     assert confirmed[1]["finishing"] is True
     assert not any(line.rsplit(" ", 1)[1] in str(confirmed) for line in (first, finish))
+
+
+async def test_the_plan_reads_as_a_whole_its_line_to_type_last(world: World) -> None:
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+
+    plan = await world.say("hugo", "/publish 3.14.1")
+
+    assert plan.text == (
+        "Publish plan for 3.14.1: 19 files, 894 bytes.\n"
+        "  docs     7 files   -> doc/3.14.1/\n"
+        "  source   4 files   -> 3.14.1/\n"
+        "  windows  7 files   -> 3.14.1/\n"
+        "  macos    1 file    -> 3.14.1/\n"
+        "Every file becomes public together (one rename into a new folder, otherwise one "
+        "millisecond batch), then the release is registered and announced.\n"
+        "The release page (https://www.python.org/downloads/release/python-3141/) stays as it "
+        'is: tick "Is Published" for 3.14.1 in the python.org admin.\n'
+        "Signatures: not required for 3.14.1 ([signatures] require = false).\n"
+        "To publish, type within 10 minutes: /publish 3.14.1 confirm CODE0001"
+    )
+
+
+async def test_a_code_valid_for_under_two_minutes_is_told_in_whole_minutes(
+    tmp_path: Path,
+) -> None:
+    world = World(
+        tmp_path, team_toml=TEAM_TOML.replace("confirm_timeout = 600", "confirm_timeout = 90")
+    )
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+
+    plan = await world.say("hugo", "/publish 3.14.1")
+
+    assert plan.text.endswith("To publish, type within 1 minute: /publish 3.14.1 confirm CODE0001")

@@ -235,6 +235,8 @@ class DownloadsReport:
 class PublicDownloads(Protocol):
     """The public site that serves the published files. Blocking; run in worker threads."""
 
+    base_url: str  # where the files are fetched from, as the plan says
+
     def verify(self, plan: PublishPlan) -> DownloadsReport:
         """Fetch every file of ``plan`` as a user would and compare status, size and SHA-256
         with the plan. Raises :class:`bot.errors.DownloadsError` naming each file that

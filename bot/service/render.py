@@ -188,7 +188,7 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str, notes: Sequence[s
             "ones are still as this plan saw them."
         )
     lines += notes
-    lines.append(f"To publish, type within {minutes} minutes: {code_line}")
+    lines.append(f"To publish, type within {count(minutes, 'minute')}: {code_line}")
     return "\n".join(lines)
 
 

@@ -98,7 +98,11 @@ async def test_the_plan_says_what_follows_the_registration(announcing: Announcin
 
     plan = await world.say("hugo", f"/publish {TAG}")
 
-    assert f"every file is downloaded from {announcing.site.url}" in plan.text
+    site = announcing.site.url.rstrip("/") + "/"
+    assert (
+        f"Once the files are registered, every file is downloaded from {site} and compared "
+        "with this plan; a difference stops the release page and the post."
+    ) in plan.text.splitlines()
     assert "release page is made public on python.org (is_published, pre_release false" in plan.text
     assert f'posted on {announcing.forum.url} as hugo: "{TITLE}"' in plan.text
     assert plan.notes and all(note in plan.text for note in plan.notes)

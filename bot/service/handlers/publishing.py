@@ -45,9 +45,9 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
         assert state.stopped is not None
         plan, what = await finishing.finishing_plan(s, state)
         prompt, minutes = _offer(s, person, plan, None)
+        within = count(minutes, "minute")
         return Reply(
-            f"{stop_text(tag, state.stopped)}\nTo {what}, confirm within {minutes} minutes: "
-            f"{prompt.shown}",
+            f"{stop_text(tag, state.stopped)}\nTo {what}, confirm within {within}: {prompt.shown}",
             plan=plan,
             confirm=prompt,
         )

@@ -179,9 +179,9 @@ def plan_notes(
     notes = []
     tag = plan.tag
     if conn.downloads is not None:
-        site = config.model.downloads.url if config.model.downloads else "its public URL"
         notes.append(
-            f"Once the files are registered, every file is downloaded from {site} and "
+            f"Once the files are registered, every file is downloaded from "
+            f"{conn.downloads.base_url} and "
             "compared with this plan; a difference stops the release page and the post."
         )
     if not state.public_files:
