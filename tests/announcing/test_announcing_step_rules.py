@@ -1,5 +1,5 @@
 """The announcing rules where they show: the text drafted for the forum (its frame, its links,
-its files), what each step after the registration journals (what `relbot audit` prints), the
+its files), what the plan says of the release page for a final and a prerelease, what each step after the registration journals (what `relbot audit` prints), the
 notice of an unexpected change on python.org, and the count of public-site mismatches."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from bot.config import Config, load_config
 from bot.domain.announcement import AnnouncementError
 from bot.domain.history import EventKind
+from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
 from bot.service.pipeline import announcing
@@ -360,3 +361,28 @@ async def test_the_topic_posted_replaces_the_profile_s_own_discussion_link(
     (topic,) = a.forum.topics
     assert f"Discussion: {a.forum.url}t/{topic.slug}/{topic.id}" in announced
     assert announced.count("Discussion: ") == 1 and "core-dev/23" not in announced
+
+
+def test_the_plan_says_how_the_release_page_is_made_public_for_a_final_and_a_prerelease(
+    announcing: Announcing,
+) -> None:
+    world = announcing.world
+    shown = {}
+    for name in ("3.14.1", "3.15.0a2"):
+        tag = ReleaseTag.parse(name)
+        notes = announcing_notes(world, tag)
+        shown[name] = [n for n in notes if n.startswith("Then its release page")]
+    assert shown == {
+        "3.14.1": [
+            "Then its release page is made public on python.org (is_published, pre_release "
+            "false, and is_latest if it is the newest final)."
+        ],
+        "3.15.0a2": [
+            "Then its release page is made public on python.org (is_published, pre_release true)."
+        ],
+    }
+
+
+def announcing_notes(world: World, tag: ReleaseTag) -> list[str]:
+    plan = PublishPlan(tag, ())
+    return announcing.plan_notes(world.config, world.conn, plan, world.store.release(tag))
