@@ -1,6 +1,7 @@
 """The announcing rules where they show: the text drafted for the forum (its frame, its links,
-its files), what the plan says of the release page for a final and a prerelease, what each step after the registration journals (what `relbot audit` prints), the
-notice of an unexpected change on python.org, and the count of public-site mismatches."""
+its files), what the plan says of the release page for a final and a prerelease, what each
+step after the registration journals (what `relbot audit` prints), the notice of an
+unexpected change on python.org, and the count of public-site mismatches."""
 
 from __future__ import annotations
 
