@@ -75,8 +75,7 @@ async def test_a_late_installer_is_published_registered_and_announced(
     assert [f.path for f in plan.plan.files] == [PKG]
     done = await world.say("hugo", plan.confirm.line)
 
-    assert done.text == f"Published {TAG}: 1 more file is public ({len(before) + 1} in all)."
-    assert done.tone is Tone.SUCCESS
+    assert not done.private, done.text
     assert snapshot(world).items() >= before.items()  # nothing already public changed
     assert world.public_files() - set(before) == {f"3.14.1/{PKG}"}
     records = {r["url"]: r for r in api.files("Python 3.14.1")}
@@ -85,6 +84,21 @@ async def test_a_late_installer_is_published_registered_and_announced(
     assert added.startswith(f"{TAG} has 1 file added: {PKG}; confirmed by hugo.")
     assert world.events(TAG, EventKind.PUBLISHED) == ["published", "published"]
     assert (await world.say("eve", f"/status {TAG}")).text.startswith(f"{TAG}: published by hugo")
+
+
+async def test_a_late_publish_says_how_many_files_it_added_and_how_many_are_public_in_all(
+    published: World,
+) -> None:
+    world = published
+    await publish_without_macos(world)
+    public = len(world.public_files())
+    world.write(TAG, PKG, "the notarized installer\n")
+    assert not (await world.say("ned", f"/ready macos {TAG}")).private
+
+    done = await world.say("hugo", await world.plan(TAG))
+
+    assert done.text == f"Published {TAG}: 1 more file is public ({public + 1} in all)."
+    assert done.tone is Tone.SUCCESS
 
 
 async def test_a_staged_file_under_a_public_name_blocks(published: World) -> None:
