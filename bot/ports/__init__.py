@@ -284,6 +284,9 @@ class Forum(Protocol):
     """Where the announcement is posted (Discourse), as one user, in one category with its
     tags. Blocking. Errors are :class:`bot.errors.ForumError`."""
 
+    url: str  # the forum's address, and the user who posts (as the plan says)
+    username: str
+
     def preflight(self) -> None:
         """Raise unless the key works for its user and the category can be posted in."""
         ...

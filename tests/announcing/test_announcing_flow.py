@@ -104,7 +104,7 @@ async def test_the_plan_says_what_follows_the_registration(announcing: Announcin
         "with this plan; a difference stops the release page and the post."
     ) in plan.text.splitlines()
     assert "release page is made public on python.org (is_published, pre_release false" in plan.text
-    assert f'posted on {announcing.forum.url} as hugo: "{TITLE}"' in plan.text
+    assert f'posted on {announcing.forum.url.rstrip("/")}/ as hugo: "{TITLE}"' in plan.text
     assert plan.notes and all(note in plan.text for note in plan.notes)
     assert plan.text.rstrip().splitlines()[-1].startswith("To publish, type")
 

@@ -197,12 +197,11 @@ def plan_notes(
                 f'The release page ({page}) stays as it is: tick "Is Published" for {tag} '
                 "in the python.org admin."
             )
-    settings = config.model.discourse
     if plan.announcement is not None:
-        text = plan.announcement
-        where = f"{settings.url} as {settings.username}" if settings else "the forum"
+        text, forum = plan.announcement, conn.forum
+        assert forum is not None  # a plan carries an announcement only when a forum posts it
         notes.append(
-            f'Then the announcement is posted on {where}: "{text.title}" '
+            f'Then the announcement is posted on {forum.url} as {forum.username}: "{text.title}" '
             f"({count(len(text.text), 'character')}, SHA-256 {text.short_hash}); "
             f"/announce {tag} shows it."
         )
