@@ -104,7 +104,13 @@ async def test_the_plan_says_what_follows_the_registration(announcing: Announcin
         "with this plan; a difference stops the release page and the post."
     ) in plan.text.splitlines()
     assert "release page is made public on python.org (is_published, pre_release false" in plan.text
-    assert f'posted on {announcing.forum.url.rstrip("/")}/ as hugo: "{TITLE}"' in plan.text
+    text = plan.plan.announcement if plan.plan else None
+    assert text is not None
+    assert (
+        f"Then the announcement is posted on {announcing.forum.url.rstrip('/')}/ as hugo: "
+        f'"{TITLE}" ({len(text.text)} characters, SHA-256 {text.short_hash}); /announce {TAG} '
+        "shows it."
+    ) in plan.text.splitlines()
     assert plan.notes and all(note in plan.text for note in plan.notes)
     assert plan.text.rstrip().splitlines()[-1].startswith("To publish, type")
 
