@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
@@ -275,3 +276,27 @@ async def test_late_files_are_checked_but_not_announced_again(
     state = world.store.release(ReleaseTag.parse(TAG))
     assert state.steps_done["discourse"] == "late files: no new topic"
     assert state.steps_done["release-page"] == "late files: the page is public already"
+
+
+async def test_a_template_too_short_for_the_forum_refuses_the_plan_in_one_sentence(
+    announcing: Announcing,
+) -> None:
+    world = announcing.world
+    config = world.root / "relbot.toml"
+    (world.root / "short.md").write_text("{tag}\n", encoding="utf-8")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace('username = "hugo"', 'username = "hugo"\ntemplate = "short.md"'))
+    world.config = load_config(config)
+    announcing.restart()
+    world.stage(TAG)
+    world.write(TAG, "Python-3.14.1.tgz.sigstore", '{"a": "bundle"}')
+    await world.ready_all(TAG)
+
+    refused = await world.say("hugo", f"/publish {TAG}")
+
+    assert refused.private
+    assert refused.text == (
+        f"{TAG} cannot be published yet: The announcement's text is 7 characters; the forum "
+        "wants at least 20: add to the template or to your words."
+    )
+    assert "planned" not in world.events(TAG)
