@@ -15,10 +15,12 @@ from bot.config import load_config
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
+from bot.pydotorg.discourse import DiscourseClient
+from bot.pydotorg.release_page import ReleasePageClient, v2_url
 from bot.service.pipeline import announcing as steps
 from bot.service.pipeline.steps import PIPELINE
 from bot.service.render import audit_line
-from tests.announcing.conftest import WORDS, Announcing
+from tests.announcing.conftest import FAST, WORDS, Announcing
 
 TAG = "3.14.1"
 TITLE = "Python 3.14.1 is now available!"
@@ -299,4 +301,27 @@ async def test_a_template_too_short_for_the_forum_refuses_the_plan_in_one_senten
         f"{TAG} cannot be published yet: The announcement's text is 7 characters; the forum "
         "wants at least 20: add to the template or to your words."
     )
+    assert "planned" not in world.events(TAG)
+
+
+async def test_credentials_python_org_or_the_forum_refuse_are_both_named_before_any_plan(
+    announcing: Announcing,
+) -> None:
+    world = announcing.world
+    conn, profile = world.conn, world.profile
+    conn.release_page = ReleasePageClient(
+        v2_url(announcing.api.url), "not-a-token", profile, retry=FAST
+    )
+    conn.forum = DiscourseClient(
+        announcing.forum.url, "not-a-key", "hugo", category=23, tags=["release"], retry=FAST
+    )
+    await staged_and_worded(announcing)
+
+    refused = await world.say("hugo", f"/publish {TAG}")
+
+    assert refused.private
+    head = f"{TAG} cannot be published yet: python.org release page: "
+    assert refused.text.startswith(head), refused.text
+    page, forum = refused.text.removeprefix(head).split("; forum: ")
+    assert page and forum.endswith("."), refused.text
     assert "planned" not in world.events(TAG)
