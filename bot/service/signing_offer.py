@@ -39,7 +39,7 @@ class SigningOffer:
     signer: tuple[str, str]  # (identity, issuer)
     login: PendingLogin
 
-    def text(self, tag: ReleaseTag) -> str:
+    def text(self) -> str:
         """The plan's lines about signing (the login link included)."""
         identity, issuer = self.signer
         files = "1 file" if len(self.to_sign) == 1 else f"{len(self.to_sign)} files"

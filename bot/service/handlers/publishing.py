@@ -57,7 +57,7 @@ async def publish(s: Services, person: str, command: cmd.Publish, state: Release
     notes = tuple(announcing.plan_notes(s.config, s.conn, plan, state))
     text = plan_text(plan, minutes, prompt.shown, notes)
     if signing is not None:
-        text = _before_last_line(text, signing.text(tag))
+        text = _before_last_line(text, signing.text())
     elif not s.signing.required(tag):
         opted_out = s.config.model.signatures.require is False
         why = " ([signatures] require = false)" if opted_out else ""
