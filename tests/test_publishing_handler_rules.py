@@ -338,11 +338,10 @@ def journaled(world: World, kind: EventKind) -> list[dict[str, object]]:
     return [dict(e.data) for e in world.store.events(ReleaseTag.parse("3.14.1")) if e.kind is kind]
 
 
-async def test_the_journal_says_which_plan_s_code_each_confirmation_used_never_the_code(
-    world: World,
-) -> None:
-    # The audit trail: each confirmation, the first and the one finishing a stopped
-    # publish, records the hash of the code it used (that of the plan it confirmed).
+async def stopped_maybe_public(world: World) -> str:
+    """Confirm 3.14.1, then stop it at the promotion (its .pkg copy changed) while storage
+    cannot tell what is public: a stop told as maybe partly public, finished without the
+    .pkg. Returns the first confirmation's line."""
     storage = Faulty(world.staging, world.public)
     world.start(storage)
     world.public.mkdir(parents=True)
@@ -359,6 +358,33 @@ async def test_the_journal_says_which_plan_s_code_each_confirmation_used_never_t
     storage.blind = True
     await world.gate.scan()  # stops, as maybe partly public
     storage.blind = False
+    return first
+
+
+async def test_publish_after_a_stop_offers_the_finishing_plan_below_why_it_stopped(
+    world: World,
+) -> None:
+    await stopped_maybe_public(world)
+    [stopped] = [m.text for m in world.chat.posts if "copies differ" in m.text]
+
+    offer = await world.say("hugo", "/publish 3.14.1")
+
+    assert offer.text == (
+        f"{stopped}\nTo finish without python-3.14.1-macos11.pkg (not registered, not "
+        "announced; stage it again as late files), confirm within 10 minutes: "
+        "/publish 3.14.1 confirm CODE0002"
+    )
+    assert offer.plan is not None
+    assert len(offer.plan.files) == 18
+    assert "python-3.14.1-macos11.pkg" not in {f.path for f in offer.plan.files}
+
+
+async def test_the_journal_says_which_plan_s_code_each_confirmation_used_never_the_code(
+    world: World,
+) -> None:
+    # The audit trail: each confirmation, the first and the one finishing a stopped
+    # publish, records the hash of the code it used (that of the plan it confirmed).
+    first = await stopped_maybe_public(world)
     finish = await world.plan("3.14.1")  # the plan that finishes it without the .pkg
 
     done = await world.say("hugo", finish)
