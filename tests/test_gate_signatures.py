@@ -194,3 +194,21 @@ def test_console_rehearsal_with_required_signatures_publishes_the_bundles(tmp_pa
     assert "Published 3.14.1: 38 files are public." in session.after_confirm
     public = tmp_path / "relbot-data" / "public"
     assert (public / "3.14.1" / "python-3.14.1.exe.sigstore").read_bytes() == BUNDLE
+
+
+async def test_a_plan_whose_files_came_signed_says_nothing_of_signing_where_the_profile_wants_it(
+    tmp_path: Path,
+) -> None:
+    # No `require` in [signatures]: the profile decides, by the release (3.14 is after its
+    # first signed version). Every file came signed, so the plan signs nothing, and it is
+    # not a release that needs no signatures either.
+    toml = SIGNED_BY_TEST_SIGNER.replace("    require = {require}\n", "")
+    world = World(tmp_path, toml.format(identity="william@yossarian.net"))
+    paths = world.stage("3.14.1", content=ARTIFACT)
+    sign_all(world, "3.14.1", paths)
+    await world.ready_all("3.14.1")
+
+    plan = await world.say("hugo", "/publish 3.14.1")
+
+    assert plan.confirm is not None and plan.confirm.login_url is None, plan.text
+    assert "Signatures:" not in plan.text and "Signing:" not in plan.text, plan.text
