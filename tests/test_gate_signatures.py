@@ -10,7 +10,7 @@ from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
-from tests.conftest import World
+from tests.conftest import TEAM_TOML, World
 from tests.console_driver import publish_through_console
 
 DATA = Path(__file__).parent / "data" / "sigstore"
@@ -212,3 +212,19 @@ async def test_a_plan_whose_files_came_signed_says_nothing_of_signing_where_the_
 
     assert plan.confirm is not None and plan.confirm.login_url is None, plan.text
     assert "Signatures:" not in plan.text and "Signing:" not in plan.text, plan.text
+
+
+async def test_a_release_older_than_the_profile_s_first_signed_one_is_planned_without_them(
+    tmp_path: Path,
+) -> None:
+    # No `require` in [signatures]: the cpython profile wants signatures from 3.10 on, so a
+    # 3.9 security release is planned as not needing them, and the plan does not blame the
+    # config for it.
+    team = TEAM_TOML.replace('rm = ["3.14", "3.15"]', 'rm = ["3.9", "3.14", "3.15"]')
+    world = World(tmp_path, '\n[signatures]\ntrusted_root = "staging"\n', team_toml=team)
+    world.stage("3.9.25")
+    await world.ready_all("3.9.25")
+
+    plan = await world.say("hugo", "/publish 3.9.25")
+
+    assert plan.text.splitlines()[-2] == "Signatures: not required for 3.9.25.", plan.text

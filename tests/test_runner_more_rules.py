@@ -88,6 +88,7 @@ async def test_a_confirmation_as_another_bot_takes_the_storage_publishes_nothing
         reply.text
     )
     assert "pid 777 on host dl-bot-b" in reply.text, reply.text
+    assert world.gate.metrics.refusals == {"publish_stopped": 1}  # confirmed, not finished
     assert world.public_files() == set()
     assert "published" not in world.events(TAG)
 
@@ -158,10 +159,12 @@ async def test_a_conflict_before_anything_moved_stops_rather_than_undoes_when_st
 
     reply = await world.say("hugo", line)
 
-    assert reply.text.startswith(f"Publishing {TAG} did not finish. Publishing {TAG} stopped "), (
-        reply.text
-    )
-    assert "Files of it are public already, so it cannot be aborted" in reply.text
+    stopped = f"Publishing {TAG} did not finish. Publishing {TAG} stopped at promote: "
+    assert reply.text.startswith(stopped), reply.text
+    assert reply.text.endswith(
+        "Files of it are public already, so it cannot be aborted: /publish 3.14.1 offers to "
+        "finish without Python-3.14.1.tgz (stage it again later as late files)."
+    ), reply.text
     assert world.events(TAG)[-1] == "stopped"
     assert world.events(TAG, EventKind.ABORTED) == []
     assert frozen(world).exists()
