@@ -70,3 +70,18 @@ def test_a_symlinked_release_folder_says_to_replace_the_link(tmp_path: Path) -> 
         f"is a symbolic link to {tmp_path / 'elsewhere'}; only a real folder is published, "
         "so replace the link with the folder itself"
     )
+
+
+def test_a_name_with_a_control_character_is_one_entry_saying_to_rename_it(tmp_path: Path) -> None:
+    (tmp_path / "staging" / TAG).mkdir(parents=True)
+    (tmp_path / "staging" / TAG / "Python-3.14.0rc2\x1b.tgz").write_bytes(b"x")
+
+    listing = LocalStorage(tmp_path / "staging", tmp_path / "public").list_staging(RC2)
+
+    assert listing is not None
+    [(key, entry)] = listing.items()
+    assert key == entry.path and "\x1b" not in key  # shown escaped, never raw
+    assert (entry.regular, entry.problem) == (
+        False,
+        "its name has control characters or bytes that are not UTF-8; rename it",
+    )
