@@ -56,7 +56,7 @@ class Record:
             "copies": dict(sorted(self.copies.items())),
             "sha256": dict(sorted(self.sha256.items())),
         }
-        return json.dumps(data, sort_keys=True).encode() + b"\n"
+        return json.dumps(data).encode() + b"\n"
 
     @classmethod
     def from_bytes(cls, raw: bytes | None) -> Record:
