@@ -1,7 +1,8 @@
-"""The promotion trusts the bot's areas only as they are (bot/storage/workarea.py
-``check_area``): the work folder and the frozen area are each checked, every time, and
-never made again. An area taken over by another account since the freeze, or gone, stops
-the promotion in a sentence naming that folder; nothing becomes public."""
+"""The bot trusts its areas only as they are (bot/storage/workarea.py): the promotion checks
+the work folder and the frozen area each time and never makes them again, so an area taken
+over by another account since the freeze, or gone, stops it in a sentence naming that
+folder and nothing becomes public; dropping copies makes no area either; and a work folder
+whose parent is missing is named with the fix."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import shutil
 
 import pytest
 
+from bot.errors import StorageError
 from bot.storage.local import LocalStorage
 from bot.storage.workarea import WorkAreaUntrusted
 from tests.storage.test_freeze_more_rules import PLAN, storage
@@ -48,3 +50,31 @@ def test_a_bots_area_gone_since_the_freeze_is_named_and_never_made_again(
     )
     assert not folder.exists()
     assert not (storage.public / "3.14.1").exists()
+
+
+def test_dropping_copies_when_an_area_is_gone_names_it_and_makes_nothing(
+    storage: LocalStorage,
+) -> None:
+    storage.work.mkdir(mode=0o700)  # the bot's work folder, its areas removed since
+
+    with pytest.raises(WorkAreaUntrusted) as stopped:
+        storage.discard(PLAN.tag)
+
+    frozen = storage.work / "frozen"
+    assert str(stopped.value) == (
+        f"The bot's work folder {frozen} is gone (moved or removed since the bot made it)."
+    )
+    assert list(storage.work.iterdir()) == []
+
+
+def test_a_work_folder_whose_parent_is_missing_is_named_with_the_fix(storage: LocalStorage) -> None:
+    work = storage.work.parent / "missing" / "work"
+    elsewhere = LocalStorage(storage.staging, storage.public, work)
+
+    with pytest.raises(StorageError) as refused:
+        elsewhere.freeze(PLAN)
+
+    assert str(refused.value) == (
+        f"storage.work: cannot create {work}: {work.parent} does not exist; create it or set "
+        "[storage] work to a folder that can be made."
+    )
