@@ -11,6 +11,7 @@ import errno
 import os
 import signal
 import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,8 @@ from bot.errors import StorageError
 from bot.ports.lease import Holder
 from bot.storage import aside, freezer, promotion, walk
 from bot.storage.local import LocalStorage
+from bot.storage.primitives import Places
+from bot.storage.workarea import not_on_public_filesystem
 from tests.storage.conftest import staging_and_public
 
 TAG = "3.14.0"
@@ -289,6 +292,43 @@ def test_check_names_both_files_that_are_not_folders(tmp_path: Path) -> None:
         f"storage.staging: {staging} is not a folder; fix the path.",
         f"storage.public: {public} is not a folder; fix the path.",
     ]
+
+
+@contextmanager
+def tmpfs(where: Path, options: str = "size=1m") -> Iterator[Path]:
+    """A small filesystem of its own at ``where`` (tests run as root)."""
+    where.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def test_check_says_a_read_only_public_is_not_writable(tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with tmpfs(tmp_path / "public", "size=1m,ro") as public:
+        problems = LocalStorage(staging, public).check()
+
+    assert problems == [f"storage.public: {public} is not writable by this user."]
+
+
+def test_check_says_a_work_folder_to_be_made_on_another_filesystem(tmp_path: Path) -> None:
+    staging, public = staging_and_public(tmp_path)
+    with tmpfs(tmp_path / "elsewhere") as elsewhere:
+        work = elsewhere / "work"
+        problems = LocalStorage(staging, public, work).check()
+
+    assert problems == [not_on_public_filesystem(Places(str(staging), str(public), str(work)))]
+
+
+def test_check_says_a_work_folder_that_is_another_filesystem(tmp_path: Path) -> None:
+    staging, public = staging_and_public(tmp_path)
+    with tmpfs(tmp_path / "work", "size=1m,mode=0700") as work:
+        problems = LocalStorage(staging, public, work).check()
+
+    assert problems == [not_on_public_filesystem(Places(str(staging), str(public), str(work)))]
 
 
 # -- the lock ------------------------------------------------------------------------------
