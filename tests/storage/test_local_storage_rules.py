@@ -112,6 +112,17 @@ def test_a_fifo_in_place_of_a_staged_folder_is_refused_without_waiting(tmp_path:
     assert message(err).endswith(": not a regular file.")
 
 
+def test_a_fifo_in_place_of_staging_is_refused_without_waiting(tmp_path: Path) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    os.mkfifo(staging)
+    storage = LocalStorage(staging, public)
+
+    with pytest.raises(StorageError) as err, no_hang():
+        storage.digest(T, ["python.tgz"])
+
+    assert message(err) == f"Cannot read {staging / TAG / 'python.tgz'}: not a regular file."
+
+
 def test_a_staged_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
     storage = local(tmp_path)
     os.mkfifo(storage.staging / TAG / "python.tgz")
