@@ -419,6 +419,21 @@ def test_a_failed_look_at_public_names_public(
     assert message(err) == f"Cannot look at {storage.public}: No space left on device."
 
 
+def test_a_failed_operation_names_a_folder_as_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    public = tmp_path / "ftp:.python"
+    public.mkdir()
+    (tmp_path / "staging").mkdir()
+    storage = LocalStorage(tmp_path / "staging", public)
+    failing(monkeypatch, freezer, "targets_in_public", FULL)
+
+    with pytest.raises(StorageError) as err:
+        storage.in_public(PLAN)
+
+    assert message(err) == f"Cannot look at {public}: No space left on device."
+
+
 def test_a_failed_replace_names_the_file_it_failed_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
