@@ -256,9 +256,7 @@ def _wrapped(what: str, op: Callable[[], T]) -> T:
         return op()
     except OSError as err:
         where = f" {err.filename}" if err.filename else ""
-        raise StorageError(
-            f"Cannot {what}:{where} {err.strerror or err}.".replace(":.", ".")
-        ) from err
+        raise StorageError(f"Cannot {what}:{where} {err.strerror or err}.") from err
 
 
 def _walk(folder: Path, prefix: str) -> Walked:
