@@ -1,8 +1,10 @@
 """The bot trusts its areas only as they are (bot/storage/workarea.py): the promotion checks
 the work folder and the frozen area each time and never makes them again, so an area taken
 over by another account since the freeze, or gone, stops it in a sentence naming that
-folder and nothing becomes public; dropping copies makes no area either; and a work folder
-whose parent is missing is named with the fix."""
+folder and nothing becomes public, and so does a look-alike put in its place; a folder the
+bot made again itself (after an operator moved its work folder away) is trusted as made;
+dropping copies makes no area; and a work folder whose parent is missing is named with the
+fix."""
 
 from __future__ import annotations
 
@@ -78,3 +80,35 @@ def test_a_work_folder_whose_parent_is_missing_is_named_with_the_fix(storage: Lo
         f"storage.work: cannot create {work}: {work.parent} does not exist; create it or set "
         "[storage] work to a folder that can be made."
     )
+
+
+def test_a_frozen_area_replaced_by_a_look_alike_since_the_freeze_stops_the_promotion(
+    storage: LocalStorage,
+) -> None:
+    assert storage.freeze(PLAN) == []
+    area = storage.work / "frozen"
+    area.rename(storage.work / "moved-away")
+    shutil.copytree(storage.work / "moved-away", area)  # the bot's account, mode, contents
+    area.chmod(0o700)
+
+    with pytest.raises(WorkAreaUntrusted) as stopped:
+        storage.promote(PLAN)
+
+    assert str(stopped.value).startswith(
+        f"The bot's work folder {area} cannot be trusted (it is not the folder the bot made: "
+        "it was replaced since)"
+    )
+    assert not (storage.public / "3.14.1").exists()
+
+
+def test_a_work_folder_moved_away_while_the_bot_runs_is_made_again_by_the_next_freeze(
+    storage: LocalStorage,
+) -> None:
+    assert storage.freeze(PLAN) == []
+    # An operator moved it away by hand (kept, so the new folder cannot get its inode).
+    storage.work.rename(storage.work.parent / "old-work")
+
+    assert storage.freeze(PLAN) == []  # the bot made it again itself: trusted as made
+
+    storage.promote(PLAN)
+    assert (storage.public / "3.14.1" / "Python-3.14.1.tgz").is_file()
