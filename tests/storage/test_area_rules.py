@@ -26,13 +26,16 @@ def test_a_frozen_area_taken_over_by_another_account_stops_the_promotion(
 ) -> None:
     assert storage.freeze(PLAN) == []
     area = storage.work / "frozen"
-    os.chown(area, 1, 1)  # an uploader's account holds it now, the copies unchanged
+    os.chown(area, 1, 1)  # an uploader's account holds it now, open to all, copies unchanged
+    area.chmod(0o777)
 
     with pytest.raises(WorkAreaUntrusted) as stopped:
         storage.promote(PLAN)
 
-    assert str(stopped.value).startswith(f"The bot's work folder {area} cannot be trusted (")
-    assert "owned by uid 1" in str(stopped.value)
+    assert str(stopped.value).startswith(
+        f"The bot's work folder {area} cannot be trusted (it is owned by uid 1, not by the bot "
+        f"(uid {os.getuid()}); its mode is 777, not 700): "
+    )
     assert not (storage.public / "3.14.1").exists()
 
 
@@ -94,9 +97,10 @@ def test_a_frozen_area_replaced_by_a_look_alike_since_the_freeze_stops_the_promo
     with pytest.raises(WorkAreaUntrusted) as stopped:
         storage.promote(PLAN)
 
-    assert str(stopped.value).startswith(
+    assert str(stopped.value) == (
         f"The bot's work folder {area} cannot be trusted (it is not the folder the bot made: "
-        "it was replaced since)"
+        "it was replaced since): someone who can write its parent folder must have replaced "
+        "it; check it before removing it."
     )
     assert not (storage.public / "3.14.1").exists()
 
