@@ -5,7 +5,6 @@ and finish the publish by itself once space is back."""
 from __future__ import annotations
 
 import errno
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,19 +13,13 @@ import pytest
 from bot.domain.history import EventKind
 from bot.ports.messages import ChannelKind
 from tests.conftest import World
+from tests.mounts import tmpfs
 
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "fs"
-    mount.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=400", "tmpfs", str(mount)], check=True
-    )
-    try:
+    with tmpfs(tmp_path / "fs", "size=4m,nr_inodes=400") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def fill(folder: Path) -> list[Path]:

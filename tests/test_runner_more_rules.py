@@ -22,7 +22,7 @@ from tests.storage.test_gate_over_sftp import sftp_world
 from tests.storage.test_storage_lock import holder
 from tests.test_pinning import AppendedAfterTheMove
 from tests.test_pipeline_step_rules import TAG, before_step, called_off, confirm_with_login
-from tests.test_runner_rules import PKG, confirm, faulty, frozen, notices
+from tests.test_runner_rules import confirm, faulty, frozen, notices, stopped_while_blind
 
 __all__ = ["sigstore_instance", "sshd"]
 
@@ -63,15 +63,21 @@ async def test_signing_that_fails_adds_exactly_one_publish_failure(
     assert world.gate.metrics.publish_failures == 5
 
 
-async def test_a_confirmation_as_another_bot_takes_the_storage_publishes_nothing_and_says_who(
-    tmp_path: Path, sshd: SshServer
-) -> None:
+async def planned_with_a_lease(tmp_path: Path, sshd: SshServer) -> tuple[World, str, Any]:
+    """A bot over SFTP holding the storage's lease, TAG planned; the line that confirms it,
+    and the lease of another bot that may take the storage."""
     world = sftp_world(tmp_path, sshd)
     world.stage(TAG)
     world.conn.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
     await world.ready_all(TAG)
     line = await world.plan(TAG)
-    other = holder("/srv/b/state.db", pid=777, host="dl-bot-b")
+    return world, line, holder("/srv/b/state.db", pid=777, host="dl-bot-b")
+
+
+async def test_a_confirmation_as_another_bot_takes_the_storage_publishes_nothing_and_says_who(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world, line, other = await planned_with_a_lease(tmp_path, sshd)
     append = world.store.append
 
     def taken_as_confirmed(tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Any:
@@ -100,17 +106,7 @@ async def test_a_confirmation_made_while_an_unfinished_abort_waits_finishes_the_
     # it was told as not abortable); /abort is journaled once storage can tell, but dropping
     # the copies fails, so the abort waits for the next scan. The RM confirms the offered
     # finish first: the journaled abort wins, once, and nothing becomes public.
-    storage = faulty(world)
-    world.public.mkdir(parents=True)
-    blocker = world.public / TAG
-    blocker.write_text("a file where the release's folder goes")
-    await confirm(world)  # waits at the promotion
-    copy = frozen(world) / "tree" / TAG / PKG
-    copy.chmod(0o644)
-    copy.write_bytes(b"tampered")
-    blocker.unlink()
-    storage.blind = True
-    await world.gate.scan()  # stops: files of it may be public
+    storage = await stopped_while_blind(world)  # files of it may be public
     storage.blind = False
     storage.undroppable = True
     failed = await world.say("hugo", f"/abort {TAG}")
@@ -184,12 +180,7 @@ async def test_a_publish_that_finishes_adds_exactly_one_to_the_publishes_count(
 async def test_a_confirmation_after_another_bot_took_the_storage_is_refused_in_one_sentence(
     tmp_path: Path, sshd: SshServer
 ) -> None:
-    world = sftp_world(tmp_path, sshd)
-    world.stage(TAG)
-    world.conn.lease = world.storage.lock(holder(str(world.root / "data" / "state.db")))
-    await world.ready_all(TAG)
-    line = await world.plan(TAG)
-    other = holder("/srv/b/state.db", pid=777, host="dl-bot-b")
+    world, line, other = await planned_with_a_lease(tmp_path, sshd)
     (world.public.parent / ".relbot-public" / "lock").write_bytes(other.to_bytes())
 
     reply = await world.say("hugo", line)

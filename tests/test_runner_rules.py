@@ -225,9 +225,10 @@ async def test_abort_of_a_waiting_publish_tells_the_channel_and_the_board_who_ab
     assert world.public_files() == {TAG}  # the file in the way, nothing of the release
 
 
-async def test_when_storage_cannot_tell_what_is_public_a_stop_is_never_offered_as_abortable(
-    world: World,
-) -> None:
+async def stopped_while_blind(world: World) -> Faulty:
+    """Confirm, wait at the promotion, change the bot's copy of the .pkg, then stop while
+    storage cannot look at the public folder (it stays blind): a stop that may be partly
+    public."""
     storage = faulty(world)
     world.public.mkdir(parents=True)
     blocker = world.public / TAG
@@ -238,8 +239,14 @@ async def test_when_storage_cannot_tell_what_is_public_a_stop_is_never_offered_a
     copy.write_bytes(b"tampered")
     blocker.unlink()
     storage.blind = True
+    await world.gate.scan()  # stops
+    return storage
 
-    await world.gate.scan()
+
+async def test_when_storage_cannot_tell_what_is_public_a_stop_is_never_offered_as_abortable(
+    world: World,
+) -> None:
+    await stopped_while_blind(world)
 
     notice = told(world, "copies differ from the confirmed plan")
     assert "Files of it are public already, so it cannot be aborted" in notice.text

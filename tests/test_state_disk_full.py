@@ -5,7 +5,6 @@ crashes, and everything goes on once there is space again."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,24 +14,18 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
 from tests.conftest import World
+from tests.mounts import tmpfs
 from tests.test_full_disk import fill
 
 
 @pytest.fixture
 def state_fs(tmp_path: Path) -> Iterator[Path]:
     """``data/`` (the state file's folder) on a 1 MiB tmpfs; staging and public elsewhere."""
-    data = tmp_path / "data"
-    data.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=200", "tmpfs", str(data)], check=True
-    )
-    for name in ("staging", "public"):
-        (tmp_path / "files" / name).mkdir(parents=True)
-        (data / name).symlink_to(tmp_path / "files" / name)
-    try:
+    with tmpfs(tmp_path / "data", "size=1m,nr_inodes=200") as data:
+        for name in ("staging", "public"):
+            (tmp_path / "files" / name).mkdir(parents=True)
+            (data / name).symlink_to(tmp_path / "files" / name)
         yield data
-    finally:
-        subprocess.run(["umount", "-l", str(data)], check=True)
 
 
 async def test_a_full_state_disk_refuses_the_confirmation_in_one_sentence(

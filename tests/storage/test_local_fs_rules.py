@@ -12,7 +12,6 @@ import hashlib
 import os
 import socket
 import stat
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from bot.errors import StorageError
 from bot.storage import local_fs
 from bot.storage.local_fs import LocalFs
 from bot.storage.primitives import FILE_MODE, Copied, CopyJob
+from tests.mounts import tmpfs as mounted
 
 
 def sha(data: bytes) -> str:
@@ -32,13 +32,8 @@ def sha(data: bytes) -> str:
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A small tmpfs (tests run as root): another filesystem than ``tmp_path``'s, so the
     kernel refuses to copy across (EXDEV) and the copy goes through the process."""
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], check=True)
-    try:
+    with mounted(tmp_path / "tmpfs", "size=512k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def test_a_copy_from_another_filesystem_is_the_staged_bytes_whole_and_read_only(
@@ -62,17 +57,12 @@ def test_a_copy_from_another_filesystem_is_the_staged_bytes_whole_and_read_only(
 
 
 def test_a_copy_of_many_chunks_from_another_filesystem_is_whole(tmp_path: Path) -> None:
-    mount = tmp_path / "src"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
-    try:
+    with mounted(tmp_path / "src", "size=8m") as mount:
         data = os.urandom(3 * (1 << 20) + 12345)
         (mount / "big.bin").write_bytes(data)
         [result] = LocalFs().copy(
             [CopyJob(str(mount / "big.bin"), str(tmp_path / "big.bin"), sha(data))]
         )
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
     assert result.problem == ""
     assert result.sha256 == sha(data)
     assert (tmp_path / "big.bin").read_bytes() == data

@@ -11,7 +11,6 @@ import errno
 import os
 import signal
 import socket
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +27,7 @@ from bot.storage import aside, freezer, promotion, walk
 from bot.storage.local import LocalStorage
 from bot.storage.primitives import Places
 from bot.storage.workarea import not_on_public_filesystem
+from tests.mounts import tmpfs
 from tests.storage.conftest import staging_and_public
 
 TAG = "3.14.0"
@@ -303,17 +303,6 @@ def test_check_names_both_files_that_are_not_folders(tmp_path: Path) -> None:
         f"storage.staging: {staging} is not a folder; fix the path.",
         f"storage.public: {public} is not a folder; fix the path.",
     ]
-
-
-@contextmanager
-def tmpfs(where: Path, options: str = "size=1m") -> Iterator[Path]:
-    """A small filesystem of its own at ``where`` (tests run as root)."""
-    where.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 def test_check_says_a_read_only_public_is_not_writable(tmp_path: Path) -> None:

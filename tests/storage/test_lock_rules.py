@@ -21,6 +21,7 @@ from bot.storage.local_fs import LocalFs
 from bot.storage.lock import LateLease, Lease
 from bot.storage.overlap import lock_unless_overlapping
 from bot.storage.primitives import FileSystem, Places
+from tests.mounts import tmpfs
 from tests.storage.conftest import staging_and_public
 
 WHERE = "dl.example.org:/srv/.relbot-public"
@@ -323,13 +324,8 @@ def test_a_lock_file_larger_than_any_relbot_writes_is_not_read(places: Places) -
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "fs"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
-    try:
+    with tmpfs(tmp_path / "fs") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def remount(mount: Path, mode: str) -> None:
