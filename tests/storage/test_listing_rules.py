@@ -1,16 +1,21 @@
 """What a staging listing says about a release folder storage could not take as a folder of
 files (bot/storage/listing.py): one entry under the release folder's key, the reason in
-words an uploader can act on. Local folders (the entries are shared by every backend)."""
+words an uploader can act on. Local folders (the entries are shared by every backend): also
+a staging path that is a file refused in one sentence, and a file removed while its folder
+is listed hiding none of the others."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from bot.domain.files import RELEASE_FOLDER
 from bot.domain.tags import ReleaseTag
+from bot.errors import StagingUnreachable
 from bot.storage import walk
 from bot.storage.local import LocalStorage
 from tests.test_hostile_staging import as_nobody, give_to_nobody
@@ -85,3 +90,56 @@ def test_a_name_with_a_control_character_is_one_entry_saying_to_rename_it(tmp_pa
         False,
         "its name has control characters or bytes that are not UTF-8; rename it",
     )
+
+
+def test_a_release_path_that_is_a_file_is_one_entry_saying_it_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "staging" / TAG).write_bytes(b"a file where the release's folder goes")
+
+    listing = LocalStorage(tmp_path / "staging", tmp_path / "public").list_staging(RC2)
+
+    assert listing is not None
+    entry = listing[RELEASE_FOLDER]
+    assert (entry.path, entry.regular) == (RELEASE_FOLDER, False)
+    assert entry.problem == "cannot be read (Not a directory)"
+
+
+def test_staging_that_is_a_file_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    staging.write_bytes(b"a file where the staging folder goes")
+
+    with pytest.raises(StagingUnreachable) as refused:
+        LocalStorage(staging, tmp_path / "public").staged_tags()
+
+    assert str(refused.value) == f"Cannot read staging {staging}: Not a directory."
+
+
+def test_a_file_removed_while_its_folder_is_listed_hides_none_of_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = tmp_path / "staging" / TAG
+    release.mkdir(parents=True)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (release / name).write_text(name)
+    scandir = os.scandir
+    removed: list[str] = []
+
+    @contextmanager
+    def first_entry_removed_once_read(path: str) -> Iterator[Iterator[os.DirEntry[str]]]:
+        def entries() -> Iterator[os.DirEntry[str]]:
+            with scandir(path) as found:
+                for entry in found:
+                    if path == str(release) and not removed:
+                        os.unlink(entry.path)  # read with its folder, gone before its stat
+                        removed.append(entry.name)
+                    yield entry
+
+        yield entries()
+
+    monkeypatch.setattr(os, "scandir", first_entry_removed_once_read)
+    listing = LocalStorage(tmp_path / "staging", tmp_path / "public").list_staging(RC2)
+
+    assert listing is not None and len(removed) == 1
+    assert set(listing) == {"a.txt", "b.txt", "c.txt"} - set(removed)
