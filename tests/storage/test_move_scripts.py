@@ -14,7 +14,9 @@ def moves(count: int, name_length: int) -> list[Move]:
     for i in range(count):
         name = f"{i:06d}".ljust(name_length, "x")
         f = PlanFile(name, f"3.14.1/{name}", "windows", 1, "0" * 64)
-        found.append(Move(f, f"/work/frozen/3.14.1/tree/{name}", f"/public/3.14.1/{name}"))
+        found.append(
+            Move(f, f"/srv/relbot-work/frozen/3.14.1/tree/{name}", f"/public/3.14.1/{name}")
+        )
     return found
 
 
@@ -29,5 +31,5 @@ def test_a_long_batch_is_cut_into_the_fewest_commands_none_too_long() -> None:
     assert all(len(s.encode()) <= MAX_COMMAND for s in scripts)
     per_move = 2 * (len(batch[0].source) + len(batch[0].target)) + 20
     assert len(scripts) == -(-len(batch) // -(-(MAX_COMMAND // 3) // per_move))
-    linked = sum(s.count("/work/frozen/") for s in scripts)
+    linked = sum(s.count("/relbot-work/frozen/") for s in scripts)
     assert linked == 2 * len(batch)  # each copy linked once and removed once, none lost
