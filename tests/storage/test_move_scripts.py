@@ -1,5 +1,6 @@
 """The SFTP batch of links is cut into commands the server accepts: as few as fit, none too
-long (Linux caps one exec argument at 128 KiB)."""
+long (Linux caps one exec argument at 128 KiB); and files going to one folder under their own
+names are linked by one process."""
 
 from __future__ import annotations
 
@@ -33,3 +34,30 @@ def test_a_long_batch_is_cut_into_the_fewest_commands_none_too_long() -> None:
     assert len(scripts) == -(-len(batch) // -(-(MAX_COMMAND // 3) // per_move))
     linked = sum(s.count("/relbot-work/frozen/") for s in scripts)
     assert linked == 2 * len(batch)  # each copy linked once and removed once, none lost
+
+
+def move(source: str, target: str) -> Move:
+    name = target.rsplit("/", 1)[1]
+    return Move(PlanFile(name, target, "windows", 1, "0" * 64), source, target)
+
+
+def test_files_going_to_one_folder_under_their_own_names_are_linked_by_one_ln() -> None:
+    # One process per run of same-named files into one folder: the window in which the
+    # release is partly public stays one process long; a renamed file is linked alone.
+    batch = [
+        move("/w/tree/a.exe", "/p/3.14.1/a.exe"),
+        move("/w/tree/b.exe", "/p/3.14.1/b.exe"),
+        move("/w/tree/c.json", "/p/3.14.1/windows-3.14.1.json"),
+        move("/w/tree/d.exe", "/p/3.14.1/d.exe"),
+        move("/w/tree/e.epub", "/p/doc/e.epub"),
+    ]
+
+    assert _move_scripts(batch) == [
+        "set -e\n"
+        "mkdir -p -- /p/3.14.1 /p/doc\n"
+        "ln -- /w/tree/a.exe /w/tree/b.exe /p/3.14.1\n"
+        "ln -T -- /w/tree/c.json /p/3.14.1/windows-3.14.1.json\n"
+        "ln -- /w/tree/d.exe /p/3.14.1\n"
+        "ln -- /w/tree/e.epub /p/doc\n"
+        "rm -- /w/tree/a.exe /w/tree/b.exe /w/tree/c.json /w/tree/d.exe /w/tree/e.epub"
+    ]
