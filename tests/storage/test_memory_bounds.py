@@ -1,0 +1,84 @@
+"""Reads of what uploaders control are bounded: a huge staged file is refused by its size, never
+read whole into the bot's memory.
+
+The files are sparse (a size on disk of nothing), and the process's address space is capped
+around the read, so a read that asks for the whole file fails at once with a MemoryError
+instead of the refusal; without the cap it would take gigabytes or the machine's memory.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
+from bot.storage.local import LocalStorage
+from bot.storage.local_fs import LocalFs
+from tests.storage.conftest import staging_and_public
+
+TAG = "3.14.0"
+T = ReleaseTag.parse(TAG)
+HUGE = 64 << 30  # 64 GiB: more than the cap below lets the process take
+HEADROOM = 1 << 30
+
+
+@contextmanager
+def address_space_capped() -> Iterator[None]:
+    """Cap this process's address space at what it uses now plus 1 GiB, then lift the cap."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    status = Path("/proc/self/status").read_text()
+    used = next(int(line.split()[1]) * 1024 for line in status.splitlines() if "VmSize" in line)
+    resource.setrlimit(resource.RLIMIT_AS, (used + HEADROOM, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def huge_file(path: Path) -> Path:
+    with path.open("wb") as f:
+        f.truncate(HUGE)
+    return path
+
+
+def staged(tmp_path: Path) -> LocalStorage:
+    staging, public = staging_and_public(tmp_path)
+    (staging / TAG).mkdir()
+    return LocalStorage(staging, public)
+
+
+def test_a_huge_staged_file_is_refused_by_its_size_not_read(tmp_path: Path) -> None:
+    storage = staged(tmp_path)
+    where = huge_file(storage.staging / TAG / "windows.json")
+
+    with address_space_capped(), pytest.raises(StorageError) as err:
+        storage.read(T, "windows.json", 1024)
+
+    assert str(err.value) == f"{where} is larger than 1,024 bytes."
+
+
+def test_a_huge_small_file_is_refused_by_its_size_not_read(tmp_path: Path) -> None:
+    where = huge_file(tmp_path / "record.json")
+
+    with address_space_capped(), pytest.raises(StorageError) as err:
+        LocalFs().read_small(str(where), 1024)
+
+    assert str(err.value) == f"{where} is larger than 1,024 bytes."
+
+
+def test_a_write_onto_a_huge_file_compares_only_as_many_bytes_as_it_writes(
+    tmp_path: Path,
+) -> None:
+    storage = staged(tmp_path)
+    huge_file(storage.staging / TAG / "windows.json")
+
+    with address_space_capped(), pytest.raises(StorageError) as err:
+        storage.write(T, "windows.json", b"{}")
+
+    where = storage.staging / TAG
+    assert str(err.value) == f"windows.json already exists in {where}; not overwritten."
