@@ -1,5 +1,6 @@
 """Reads of what uploaders control are bounded: a huge staged file is refused by its size, never
-read whole into the bot's memory.
+read whole into the bot's memory, and a flooded folder is read no further than the listing's
+budget.
 
 The files are sparse (a size on disk of nothing), and the process's address space is capped
 around the read, so a read that asks for the whole file fails at once with a MemoryError
@@ -8,6 +9,7 @@ instead of the refusal; without the cap it would take gigabytes or the machine's
 
 from __future__ import annotations
 
+import os
 import resource
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.files import RELEASE_FOLDER
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
+from bot.storage import walk
 from bot.storage.local import LocalStorage
 from bot.storage.local_fs import LocalFs
 from tests.storage.conftest import staging_and_public
@@ -82,3 +86,33 @@ def test_a_write_onto_a_huge_file_compares_only_as_many_bytes_as_it_writes(
 
     where = storage.staging / TAG
     assert str(err.value) == f"windows.json already exists in {where}; not overwritten."
+
+
+def test_a_flooded_folder_is_read_no_further_than_the_listings_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = staged(tmp_path)
+    for n in range(40):
+        (storage.staging / TAG / f"flood-{n}").write_bytes(b"")
+    monkeypatch.setattr(walk, "MAX_ENTRIES", 5)
+    drawn = []
+    scandir = os.scandir
+
+    class Counted:
+        def __init__(self, folder: str) -> None:
+            self.entries = scandir(folder)
+
+        def __enter__(self) -> Iterator[os.DirEntry[str]]:
+            for entry in self.entries:
+                drawn.append(entry.name)
+                yield entry
+
+        def __exit__(self, *exc: object) -> None:
+            self.entries.close()
+
+    monkeypatch.setattr(os, "scandir", Counted)
+
+    listing = storage.list_staging(T)
+
+    assert listing is not None and "more than 5 files" in listing[RELEASE_FOLDER].problem
+    assert len(drawn) == 6  # the budget and one more, to know the folder holds more
