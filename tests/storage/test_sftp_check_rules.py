@@ -1,7 +1,8 @@
 """What `relbot check` says about storage over SFTP (bot/storage/sftp_check.py), word for
 word, against the real sshd on loopback: staging or public that cannot be read, is missing or
 is not a folder; both resolved by the server to one folder; a server without exec; folders
-the bot's account cannot write; a group it is not in; a work folder on another filesystem;
+the bot's account cannot write; a group it is not in, or has among group names that
+are not UTF-8; a work folder on another filesystem;
 a server whose folders cannot be inspected. Where a non-root SSH user matters, the bot logs
 in as the real uploader account (tests/uploader.py)."""
 
@@ -22,6 +23,7 @@ from tests.storage.conftest import sftp_storage, staging_and_public
 from tests.uploader import Uploader
 
 TEAM = "relbot-team"  # the uploaders' group: the uploader account has it as a second group
+LEGACY = b"relbot-\xe9quipe"  # a group name in Latin-1, as on an old server: not UTF-8
 
 
 @pytest.fixture
@@ -50,21 +52,21 @@ def as_uploader(
     )
 
 
-def uploader_in_team(uploader: Uploader) -> str:
-    """The uploader in the group ``TEAM`` besides its own (made once, kept, like the
+def uploader_in(uploader: Uploader, group: str | bytes) -> None:
+    """The uploader in ``group`` besides its own group (made once and kept, like the
     account): a second group, which ``id -gn`` does not show and ``id -Gn`` does."""
+    name = os.fsdecode(group)  # as the grp module reads /etc/group
     try:
-        members = grp.getgrnam(TEAM).gr_mem
+        members = grp.getgrnam(name).gr_mem
     except KeyError:
-        made = subprocess.run(["groupadd", TEAM], capture_output=True, text=True, check=False)
+        made = subprocess.run(["groupadd", group], capture_output=True, check=False)
         assert made.returncode in (0, 9), made.stderr  # 9: made meanwhile by another run
-        members = grp.getgrnam(TEAM).gr_mem
+        members = grp.getgrnam(name).gr_mem
     if uploader.name not in members:
         added = subprocess.run(
-            ["usermod", "-a", "-G", TEAM, uploader.name], capture_output=True, text=True
+            ["usermod", "-a", "-G", group, uploader.name], capture_output=True, check=False
         )
         assert added.returncode == 0, added.stderr
-    return TEAM
 
 
 # -- staging and public themselves ------------------------------------------------------------
@@ -191,14 +193,28 @@ def test_a_group_the_user_is_in_raises_nothing(
 def test_a_second_group_of_the_user_is_enough(
     sshd: SshServer, uploader: Uploader, shared_root: Path, close: list[SftpStorage]
 ) -> None:
-    team = uploader_in_team(uploader)
+    uploader_in(uploader, TEAM)
     staging, public = staging_and_public(shared_root)
     for folder in (staging, public):
         os.chown(folder, uploader.uid, uploader.gid)
-    storage = as_uploader(sshd, uploader, staging, public, group=team)
+    storage = as_uploader(sshd, uploader, staging, public, group=TEAM)
     close.append(storage)
 
     assert storage.check() == []
+
+
+def test_a_group_name_on_the_server_that_is_not_utf8_does_not_stop_the_check(
+    sshd: SshServer, uploader: Uploader, shared_root: Path, close: list[SftpStorage]
+) -> None:
+    uploader_in(uploader, LEGACY)
+    staging, public = staging_and_public(shared_root)
+    for folder in (staging, public):
+        os.chown(folder, uploader.uid, uploader.gid)
+    own = grp.getgrgid(uploader.gid).gr_name
+    storage = as_uploader(sshd, uploader, staging, public, group=own)
+    close.append(storage)
+
+    assert storage.check() == []  # its own group is found among the others
 
 
 def test_a_group_the_user_is_not_in_is_named_with_the_fix(
