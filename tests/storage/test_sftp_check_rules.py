@@ -1,10 +1,9 @@
 """What `relbot check` says about storage over SFTP (bot/storage/sftp_check.py), word for
 word, against the real sshd on loopback: staging or public that cannot be read, is missing or
 is not a folder; both resolved by the server to one folder; a server without exec; folders
-the bot's account cannot write; a group it is not in, or has among group names that
-are not UTF-8; a work folder on another filesystem;
-a server whose folders cannot be inspected. Where a non-root SSH user matters, the bot logs
-in as the real uploader account (tests/uploader.py)."""
+the bot's account cannot write; a group it is not in, or has among group names that are not
+UTF-8; a work folder on another filesystem; a server whose folders cannot be inspected. Where
+a non-root SSH user matters, the bot logs in as the real uploader account (tests/uploader.py)."""
 
 from __future__ import annotations
 
