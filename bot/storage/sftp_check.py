@@ -71,9 +71,9 @@ def check_server(fs: SftpFs, places: Places, user: str, group: str | None) -> li
     )
     lines = out.decode(errors="replace").splitlines()
     if status != 0 or len(lines) < 3:
-        return [f"storage: cannot inspect the folders on {where}: {first_line(errors)}."]
+        return [*problems, f"storage: cannot inspect the folders on {where}: {first_line(errors)}."]
     if lines[0] != lines[1] and not problems:
-        problems.append(f"{not_on_public_filesystem(places)[:-1]} (on {where}).")
+        problems.append(not_on_public_filesystem(places, where))
     for line in lines[2:-1]:
         problems.append(
             f"storage: {line.removeprefix('read-only ')} is not writable by {user} "

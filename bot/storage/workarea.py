@@ -117,10 +117,13 @@ def work_problems(fs: FileSystem, places: Places) -> list[str]:
     return []
 
 
-def not_on_public_filesystem(places: Places) -> str:
-    """The sentence when the work folder and public are on two filesystems."""
+def not_on_public_filesystem(places: Places, where: str = "") -> str:
+    """The sentence when the work folder and public are on two filesystems (on server
+    ``where``, when remote)."""
+    on = f" on {where}" if where else ""
     return (
-        f"storage.work: the bot's work folder {places.work} and public {places.public} are "
-        "on different filesystems, so publishing cannot be one rename; set [storage] work "
-        "to a folder on public's filesystem (the default is inside public)."
+        f"storage.work: the bot's work folder {places.work} and public {places.public}{on} "
+        "are on different filesystems, so publishing cannot be one rename; set [storage] work "
+        "to a folder on public's filesystem (the default, beside public, is on it unless "
+        "public is a mount point of its own)."
     )

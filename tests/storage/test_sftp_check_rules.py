@@ -244,9 +244,10 @@ def test_a_work_folder_that_is_another_filesystems_mount_point_is_refused(
         problems = storage.check()
 
     assert problems == [
-        f"storage.work: the bot's work folder {work} and public {public} are on different "
-        "filesystems, so publishing cannot be one rename; set [storage] work to a folder on "
-        f"public's filesystem (the default is inside public) (on {storage.where})."
+        f"storage.work: the bot's work folder {work} and public {public} on {storage.where} "
+        "are on different filesystems, so publishing cannot be one rename; set [storage] work "
+        "to a folder on public's filesystem (the default, beside public, is on it unless "
+        "public is a mount point of its own)."
     ]
 
 
@@ -267,6 +268,9 @@ def test_folders_the_server_cannot_stat_are_reported_with_the_commands_error(
 
     problems = storage.check()
 
-    # Only this sentence is pinned: whether the work folder's own one ("does not exist")
-    # comes with it is left open.
-    assert f"storage: cannot inspect the folders on {storage.where}: {said}." in problems
+    # The work folder's own sentence, with its fix, comes first; the command's error after.
+    assert problems == [
+        f"storage.work: {parent} does not exist; create it (mkdir -p {parent}) or set "
+        "[storage] work to a folder whose parent exists.",
+        f"storage: cannot inspect the folders on {storage.where}: {said}.",
+    ]

@@ -82,5 +82,6 @@ def test_a_work_folder_on_another_filesystem_is_told_where_to_go() -> None:
     assert sentence == (
         "storage.work: the bot's work folder /var/relbot and public /srv/ftp/python are on "
         "different filesystems, so publishing cannot be one rename; set [storage] work to a "
-        "folder on public's filesystem (the default is inside public)."
+        "folder on public's filesystem (the default, beside public, is on it unless public is "
+        "a mount point of its own)."
     )
