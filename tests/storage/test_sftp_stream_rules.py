@@ -12,6 +12,7 @@ import os
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 from unittest.mock import ANY
 
 import paramiko
@@ -24,6 +25,7 @@ from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
 from tests.uploader import Uploader
 
+T = TypeVar("T")
 TAG = "3.14.0rc2"
 FILES = ["Python-3.14.0rc2.tgz", "python-3.14.0rc2-amd64.exe", "python-3.14.0rc2-arm64.exe"]
 TGZ = FILES[0]
@@ -202,7 +204,8 @@ def test_without_exec_the_tidy_removes_every_original_the_bot_copied_an_empty_on
 # -- on the filesystem interface itself ----------------------------------------------------------
 
 
-def on_fs(storage: SftpStorage, op: Callable[[SftpFs], object]) -> object:
+def on_fs(storage: SftpStorage, op: Callable[[SftpFs], T]) -> T:
+    """``op`` on the storage's filesystem interface, over its connection."""
     return storage._ssh.call("test", lambda conn: op(storage._fs(conn)))
 
 
