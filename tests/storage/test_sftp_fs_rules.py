@@ -1,0 +1,189 @@
+"""Rules of the SFTP filesystem under the storage algorithms (bot/storage/sftp_fs.py) that
+the freeze and the promotion do not show on their own: the group published files get, what a
+failed link says, the lock file's create-only write, and the round trips counted by kind
+(what the bench and the metrics report). Against the real OpenSSH server on loopback."""
+
+from __future__ import annotations
+
+import grp
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from bot.errors import StorageError
+from bot.storage.sftp import Connection, SftpStorage
+from bot.storage.sftp_fs import SftpFs
+from tests.sshd import SshServer
+from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
+from tests.uploader import Uploader
+
+T = TypeVar("T")
+TAG = "3.14.0rc2"
+FILES = ["Python-3.14.0rc2.tgz", "python-3.14.0rc2-amd64.exe", "python-3.14.0rc2-arm64.exe"]
+DOCS = ["docs/index.html", "docs/library/os.html"]
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Backend:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    backend = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
+    for path in [*FILES, *DOCS]:
+        backend.write(TAG, path, f"content of {path}")
+    return backend
+
+
+@pytest.fixture
+def closing() -> Iterator[list[SftpStorage]]:
+    made: list[SftpStorage] = []
+    yield made
+    for storage in made:
+        storage.close()
+
+
+# -- the group of what a publish made public --------------------------------------------------
+
+
+def test_what_a_publish_made_public_gets_the_storage_group_and_the_folder_it_added_to_does_not(
+    sshd: SshServer, team: Backend, uploader: Uploader, closing: list[SftpStorage]
+) -> None:
+    """The docs' folder is renamed into public whole, the files are linked one by one into
+    3.14.0/ (public before this release): each gets the uploaders' group, as on
+    python.org, with the bot's read-only modes; 3.14.0/ itself keeps its own."""
+    existing = team.public / "3.14.0"
+    existing.mkdir()
+    assert existing.stat().st_gid != uploader.gid
+    group = grp.getgrgid(uploader.gid).gr_name
+    storage = sftp_storage(sshd, team.staging, team.public, group=group)
+    closing.append(storage)
+
+    report = publish(storage, plan_for(team, TAG, [*FILES, *DOCS]))
+
+    assert report.problems == ()
+    made = [team.public / "doc" / TAG, *(team.public / "doc" / TAG).rglob("*"), *existing.iterdir()]
+    assert len([p for p in made if p.is_file()]) == len(FILES) + len(DOCS)
+    assert {p.relative_to(team.public).as_posix(): p.stat().st_gid for p in made} == {
+        p.relative_to(team.public).as_posix(): uploader.gid for p in made
+    }
+    assert {p.stat().st_mode & 0o777 for p in made if p.is_file()} == {0o444}
+    assert existing.stat().st_gid == os.getgid()  # only added to: left as it was
+
+
+# -- a link that fails --------------------------------------------------------------------------
+
+
+def on_fs(storage: SftpStorage, op: Callable[[SftpFs], T]) -> T:
+    """``op`` on the storage's filesystem interface, over its connection."""
+    return storage._ssh.call("test", lambda conn: op(storage._fs(conn)))
+
+
+@pytest.fixture
+def fs_storage(sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]) -> SftpStorage:
+    storage = sftp_storage(sshd, tmp_path / "staging", tmp_path / "public")
+    closing.append(storage)
+    return storage
+
+
+def failure(op: Callable[[], None]) -> OSError | None:
+    """What ``op`` raised (inside the storage's call, which words it as a StorageError)."""
+    try:
+        op()
+    except OSError as err:
+        return err
+    return None
+
+
+def test_a_link_onto_an_existing_name_is_refused_naming_that_name(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    (tmp_path / "copy").write_text("the bot's")
+    (tmp_path / "taken").write_text("someone else's")
+    copy, taken = str(tmp_path / "copy"), str(tmp_path / "taken")
+
+    refused = on_fs(fs_storage, lambda fs: failure(lambda: fs.link(copy, taken)))
+
+    assert isinstance(refused, FileExistsError) and str(refused) == taken
+    assert (tmp_path / "taken").read_text() == "someone else's"
+
+
+def test_a_link_from_a_missing_copy_is_not_mistaken_for_a_taken_name(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    gone, free = str(tmp_path / "gone"), str(tmp_path / "free")
+
+    refused = on_fs(fs_storage, lambda fs: failure(lambda: fs.link(gone, free)))
+
+    assert isinstance(refused, FileNotFoundError)
+    assert not (tmp_path / "free").exists()
+
+
+class CopyVanishes(SftpStorage):
+    """The bot's copy of the first file is removed (by hand, on the server) between the
+    promotion's look at it and its link."""
+
+    def _link(self, conn: Connection, source: str, target: str) -> None:
+        if source.endswith(FILES[0]):
+            os.unlink(source)  # on loopback, the server's path
+        super()._link(conn, source, target)
+
+
+def test_without_exec_a_copy_gone_before_its_link_stops_the_publish_saying_why(
+    sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
+) -> None:
+    (team.public / "3.14.0").mkdir()  # files linked one by one
+    storage = sftp_storage(sftp_only_sshd, team.staging, team.public, CopyVanishes)
+    closing.append(storage)
+
+    with pytest.raises(StorageError) as stopped:
+        publish(storage, plan_for(team, TAG, FILES))
+
+    assert str(stopped.value) == (
+        f"Cannot publish into {team.public / '3.14.0'}: No such file; nothing was made public."
+    )
+
+
+# -- the lock file: written only where nothing is ---------------------------------------------
+
+
+def test_a_small_file_is_created_only_where_nothing_is(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    lock = str(tmp_path / "lock")
+
+    first = on_fs(fs_storage, lambda fs: fs.create_small(lock, b"the first bot"))
+    second = on_fs(fs_storage, lambda fs: fs.create_small(lock, b"the second bot"))
+
+    assert (first, second) == (True, False)
+    assert Path(lock).read_bytes() == b"the first bot"
+    assert fs_storage.requests["write"] == 2
+
+
+# -- round trips, counted by kind ---------------------------------------------------------------
+
+
+def test_renames_replaces_and_stats_are_each_one_round_trip_of_their_kind(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    on_fs(fs_storage, lambda fs: None)  # connected
+    fs_storage.requests.clear()
+
+    def work(fs: SftpFs) -> tuple[object, object]:
+        fs.rename(str(tmp_path / "a"), str(tmp_path / "a2"))
+        fs.rename(str(tmp_path / "b"), str(tmp_path / "b2"))
+        fs.replace(str(tmp_path / "c"), str(tmp_path / "a2"))
+        fs.replace(str(tmp_path / "a2"), str(tmp_path / "b2"))
+        return fs.stat(str(tmp_path / "link")), fs.stat(str(tmp_path / "b2"))
+
+    gone, there = on_fs(fs_storage, work)
+
+    assert gone is None and getattr(there, "st_size", None) == 1
+    assert (tmp_path / "b2").read_text() == "c"
+    assert sorted(os.listdir(tmp_path)) == ["b2", "link"]
+    assert dict(fs_storage.requests) == {"rename": 4, "stat": 2}
