@@ -289,14 +289,15 @@ class SftpFs:
         h = hashlib.sha256()
         self.requests["download"] += 1
         try:
-            with sftp.open(job.source, "rb") as src, sftp.open(part, "wb") as out:
+            with sftp.open(job.source, "rb") as src:
                 opened = src.stat()
                 if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
                     return Copied("is not a regular file")  # swapped since the lstat
                 src.prefetch(opened.st_size)
-                while chunk := src.read(1 << 20):
-                    h.update(chunk)
-                    out.write(chunk)
+                with sftp.open(part, "wb") as out:  # only now: nothing is left if swapped
+                    while chunk := src.read(1 << 20):
+                        h.update(chunk)
+                        out.write(chunk)
             sftp.chmod(part, FILE_MODE)
         except FileNotFoundError:
             return Copied("is missing")
@@ -306,7 +307,7 @@ class SftpFs:
             return Copied("changed", digest)
         sftp.posix_rename(part, job.target)
         size, mtime = before.st_size or 0, int(before.st_mtime or 0) * 10**9
-        return Copied("", digest, Stamp(None, size, mtime, None), None)
+        return Copied("", digest, Stamp(None, size, mtime, None))
 
     def read_small(self, path: str, limit: int) -> bytes | None:
         """A small file on the server, whole, or None when absent (never through a symlink);
