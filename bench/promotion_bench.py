@@ -1,6 +1,7 @@
 """Storage benchmark: local folders vs SFTP to a loopback OpenSSH server it starts itself.
 
     .venv/bin/python bench/promotion_bench.py [--runs 5] [--hash-mb 200] [--real-size-gb 1.5]
+    .venv/bin/python bench/promotion_bench.py --copy-only [--copy-mb 64]
 
 Measures, for a realistic 60-file CPython release (names shaped like
 ``tests/data/cpython-3.14.0-ftp-listing.txt``, small files):
@@ -12,7 +13,9 @@ Measures, for a realistic 60-file CPython release (names shaped like
   (one rename) and when it exists (the per-file batch); ``--real-size-gb`` adds one SFTP run
   of a release that big;
 - a steady-state scan of 6 open releases: time and round trips;
-- hashing a large file on the server (``sha256sum`` over exec) vs by download (SFTP only).
+- hashing a large file on the server (``sha256sum`` over exec) vs by download (SFTP only);
+- the bot's copy of a large file on a server without exec (through this machine): time and
+  the bot's peak memory (tracemalloc).
 Prints tables; not a test. Everything lives in a temporary folder removed at the end.
 """
 
@@ -26,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,7 @@ from bot.domain.profile import load_profile
 from bot.domain.tags import ReleaseTag
 from bot.ports import Storage
 from bot.storage.local import LocalStorage
+from bot.storage.primitives import CopyJob
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
 
@@ -270,6 +275,34 @@ def bench_hashing(
     return rows
 
 
+def bench_copy_without_exec(
+    root: Path, sftp_only: SshServer, megabytes: int, runs: int
+) -> tuple[float, float]:
+    """The bot's copy of one large file when the server allows no exec: the bytes come down
+    and go back up. The median time in ms and the largest peak of traced memory in MiB."""
+    staging, public = root / "stream" / "staging", root / "stream" / "public"
+    staging.mkdir(parents=True)
+    public.mkdir()
+    big = staging / "python-3.14.0-amd64.exe"
+    with big.open("wb") as f:
+        for _ in range(megabytes):
+            f.write(os.urandom(1 << 20))
+    digest = hashlib.sha256(big.read_bytes()).hexdigest()
+    times, peaks = [], []
+    for n in range(runs):
+        storage = sftp_storage(sftp_only, staging, public)
+        job = CopyJob(str(big), str(root / "stream" / f"copy-{n}"), digest)
+        storage.staged_tags()  # connected: time the copy only
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        copied = storage._ssh.call("bench", lambda conn, s=storage, j=job: s._fs(conn).copy([j]))
+        times.append((time.perf_counter() - t0) * 1000)
+        peaks.append(tracemalloc.get_traced_memory()[1] / 2**20)
+        tracemalloc.stop()
+        assert copied[0].problem == "", copied
+    return statistics.median(times), max(peaks)
+
+
 def bench_real_size(root: Path, server: SshServer, gigabytes: float) -> None:
     """Once: a release of real size (60 files, ``gigabytes`` in all) over SFTP."""
     run = root / "real-size"
@@ -293,6 +326,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--hash-mb", type=int, default=200)
+    parser.add_argument("--copy-mb", type=int, default=64)
+    parser.add_argument("--copy-only", action="store_true", help="only the copy without exec")
     parser.add_argument(
         "--real-size-gb", type=float, default=0, help="also one run of a release this big"
     )
@@ -306,9 +341,14 @@ def main() -> None:
         server.start()
         sftp_only.start()
         try:
+            if args.copy_only:
+                ms, peak = bench_copy_without_exec(root, sftp_only, args.copy_mb, args.runs)
+                print(f"Copy of a {args.copy_mb} MB file without exec: {ms:.0f} ms, {peak:.1f} MiB")
+                return
             promotion = bench_promotion(root, server, args.runs)
             scan = bench_scan(root, server, args.runs)
             hashing = bench_hashing(root, server, sftp_only, args.hash_mb, max(1, args.runs // 2))
+            stream = bench_copy_without_exec(root, sftp_only, args.copy_mb, max(1, args.runs // 2))
             if args.real_size_gb:
                 bench_real_size(root, server, args.real_size_gb)
         finally:
@@ -336,6 +376,9 @@ def main() -> None:
     print(f"{'how':34} {'ms':>8}")
     for label, ms in hashing:
         print(f"{label:34} {ms:8.0f}")
+    ms, peak = stream
+    print(f"\nThe bot's copy of a {args.copy_mb} MB file without exec (through this machine)")
+    print(f"{ms:.0f} ms, peak traced memory {peak:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ replaced with a short backoff, and commands run over exec channels with their ex
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections import Counter
@@ -223,6 +224,10 @@ class SshLink:
             transport = client.get_transport()
             assert transport is not None
             transport.set_keepalive(30)
+            if isinstance(transport.sock, socket.socket):
+                # Each SFTP request at once, not held back by Nagle's algorithm until the
+                # server's delayed ACK (40 ms): a 16 MB copy without exec took 16 s, not 0.4.
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sftp = client.open_sftp()
             channel = sftp.get_channel()
             if channel is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import grp
 import os
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -187,3 +188,17 @@ def test_renames_replaces_and_stats_are_each_one_round_trip_of_their_kind(
     assert (tmp_path / "b2").read_text() == "c"
     assert sorted(os.listdir(tmp_path)) == ["b2", "link"]
     assert dict(fs_storage.requests) == {"rename": 4, "stat": 2}
+
+
+def test_each_request_goes_out_at_once_not_held_for_the_servers_ack(
+    fs_storage: SftpStorage,
+) -> None:
+    """Nagle's algorithm holds a small write until the previous one is acknowledged, and the
+    server delays that ACK (40 ms on Linux): every SFTP write waited for it."""
+
+    def nodelay(conn: Connection) -> int:
+        transport = conn.client.get_transport()
+        assert transport is not None and isinstance(transport.sock, socket.socket)
+        return transport.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+    assert fs_storage._ssh.call("test", nodelay) != 0
