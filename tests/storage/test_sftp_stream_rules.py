@@ -201,6 +201,35 @@ def test_without_exec_the_tidy_removes_every_original_the_bot_copied_an_empty_on
     assert not (team.staging / TAG).exists()
 
 
+def test_without_exec_the_tidy_leaves_alone_what_is_no_longer_the_file_it_copied(
+    sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
+) -> None:
+    """After the publish, one original is removed and another is swapped for a symlink to
+    its public copy: the same bytes behind it, and an lstat of the same size and mtime. The
+    tidy removes neither the symlink nor anything it points to, and does not fail on the
+    missing one."""
+    exe, arm = FILES[1], FILES[2]
+    public = team.public / "3.14.0" / exe
+    content = os.urandom(len(str(public)) + 40)  # longer than the link's target, by 2 x 20
+    team.write(TAG, exe, content)
+    plan = plan_for(team, TAG, FILES)
+    storage = sftp_storage(sftp_only_sshd, team.staging, team.public)
+    closing.append(storage)
+    assert publish(storage, plan).problems == ()
+    (team.staging / TAG / arm).unlink()
+    staged = team.staging / TAG / exe
+    mtime = int(staged.stat().st_mtime)
+    # The same size to an lstat: a link's size is the length of the path it names.
+    staged.unlink()
+    staged.symlink_to(f"{public.parent}{'/.' * 20}/{public.name}")
+    os.utime(staged, (mtime, mtime), follow_symlinks=False)
+    assert staged.lstat().st_size == len(content)
+
+    assert storage.tidy(plan) == []
+
+    assert staged.is_symlink() and public.read_bytes() == content
+
+
 # -- on the filesystem interface itself ----------------------------------------------------------
 
 
