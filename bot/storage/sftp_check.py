@@ -54,13 +54,25 @@ def check_server(fs: SftpFs, places: Places, user: str, group: str | None) -> li
         return problems
     problems += work_problems(fs, places)
     if not fs.ssh.exec_allowed(conn):
-        problems.append(
-            f"storage: {where} does not let {user} run commands (exec), so "
+        lost = (
             "SHA-256 digests fall back to downloading each file, the bot's copies of a "
             "release go through this machine, files move one at a time and the group "
-            "cannot be set; allow exec for this user (no ForceCommand internal-sftp) so "
-            "hashing, copies and moves happen on the server."
+            "cannot be set"
         )
+        if conn.exec_noise:
+            problems.append(
+                f"storage: {where} prints {conn.exec_noise!r} with the output of every "
+                f"command {user} runs, so the bot cannot read what its commands answer and "
+                f"uses none: {lost}; remove that greeting (a login script's echo, a "
+                "ForceCommand wrapper's banner) so hashing, copies and moves happen on the "
+                "server."
+            )
+        else:
+            problems.append(
+                f"storage: {where} does not let {user} run commands (exec), so {lost}; "
+                "allow exec for this user (no ForceCommand internal-sftp) so hashing, "
+                "copies and moves happen on the server."
+            )
         return problems
     work = places.work if fs.lstat(places.work) is not None else posixpath.dirname(places.work)
     folders = f"{shlex.quote(places.staging)} {shlex.quote(places.public)}"

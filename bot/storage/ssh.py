@@ -43,6 +43,7 @@ class Connection:
     client: paramiko.SSHClient
     sftp: paramiko.SFTPClient
     exec_allowed: bool | None = None  # probed on first need
+    exec_noise: str = ""  # what the server printed besides the probe's answer, if anything
     uid: int | None = None  # the bot's uid on the server, learned on first need
 
     @property
@@ -141,7 +142,12 @@ class SshLink:
         if conn.exec_allowed is None:
             try:
                 status, out, _err = self.exec(conn, _EXEC_PROBE)
-                conn.exec_allowed = status == 0 and out.strip() == b"relbot-exec-ok"
+                lines = out.decode(errors="replace").splitlines()
+                conn.exec_allowed = status == 0 and lines == ["relbot-exec-ok"]
+                if "relbot-exec-ok" in lines and not conn.exec_allowed:
+                    # A greeting (a login script's echo, a wrapper's banner) around every
+                    # command's output: nothing read from a command could be trusted.
+                    conn.exec_noise = next(line for line in lines if line != "relbot-exec-ok")
             except paramiko.SSHException:
                 if not conn.alive:
                     raise

@@ -1,0 +1,91 @@
+"""A server that prints a greeting before every command it runs (a login script's echo, a
+ForceCommand wrapper's banner: a common setup). SFTP still works; what the bot runs over exec
+has a line more than it asked for, and nothing is taken from that output blindly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.domain.tags import ReleaseTag
+from tests.sshd import SshServer
+from tests.storage.conftest import (
+    Backend,
+    plan_for,
+    publish,
+    sftp_storage,
+    staging_and_public,
+)
+
+GREETING = "Welcome to the release server"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # Debian's openssh-server
+TAG = "3.14.0"
+FILES = ["Python-3.14.0.tgz", "python-3.14.0-amd64.exe"]
+
+
+@pytest.fixture(scope="module")
+def chatty_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    root = tmp_path_factory.mktemp("sshd-chatty")
+    wrapper = root / "greet"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$SSH_ORIGINAL_COMMAND" = internal-sftp ]; then exec {SFTP_SERVER}; fi\n'
+        f"echo '{GREETING}'\n"
+        'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+    )
+    wrapper.chmod(0o755)
+    server = SshServer.create(root / "sshd", extra_config=f"ForceCommand {wrapper}")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_the_check_names_the_greeting_and_what_it_costs(
+    chatty_sshd: SshServer, tmp_path: Path
+) -> None:
+    staging, public = staging_and_public(tmp_path)
+    storage = sftp_storage(chatty_sshd, staging, public)
+    try:
+        problems = storage.check()
+    finally:
+        storage.close()
+
+    assert problems == [
+        f"storage: {storage.where} prints '{GREETING}' with the output of every command root "
+        "runs, so the bot cannot read what its commands answer and uses none: SHA-256 digests "
+        "fall back to downloading each file, the bot's copies of a release go through this "
+        "machine, files move one at a time and the group cannot be set; remove that greeting "
+        "(a login script's echo, a ForceCommand wrapper's banner) so hashing, copies and moves "
+        "happen on the server."
+    ]
+
+
+def test_a_release_is_still_published_whole_through_sftp_alone(
+    chatty_sshd: SshServer, tmp_path: Path
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    team = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
+    for path in FILES:
+        team.write(TAG, path, f"content of {path}")
+    plan = plan_for(team, TAG, FILES)
+    storage = sftp_storage(chatty_sshd, staging, public)
+    try:
+        assert storage.digest(ReleaseTag.parse(TAG), FILES) == {
+            f.path: f.sha256 for f in plan.files
+        }
+        report = publish(storage, plan)
+        assert storage.tidy(plan) == []
+    finally:
+        storage.close()
+
+    assert report.problems == ()
+    assert team.public_files() == {
+        f"3.14.0/{path}": f"content of {path}".encode() for path in FILES
+    }
+    assert not (staging / TAG).exists()
