@@ -15,6 +15,7 @@ from typing import TypeVar
 import pytest
 
 from bot.errors import StorageError
+from bot.storage.remote_hash import chunks
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
 from tests.sshd import SshServer
@@ -202,3 +203,22 @@ def test_each_request_goes_out_at_once_not_held_for_the_servers_ack(
         return transport.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
 
     assert fs_storage._ssh.call("test", nodelay) != 0
+
+
+def test_stamps_of_more_files_than_one_command_holds_come_back_one_per_file(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    """The stamps are asked in commands of bounded length: every command's lines are kept."""
+    folder = tmp_path / ("a-long-folder-name-" * 5)
+    folder.mkdir()
+    paths = []
+    for n in range(400):  # about 130 paths per command at this length
+        file = folder / f"python-3.14.0-embed-amd64-{n:04}.zip"
+        file.write_bytes(b"x" * n)
+        paths.append(str(file))
+    assert len(list(chunks(paths))) > 1
+
+    stamps = on_fs(fs_storage, lambda fs: fs.stamps(paths))
+
+    assert list(stamps) == paths
+    assert [stamp.size if stamp else None for stamp in stamps.values()] == list(range(400))
