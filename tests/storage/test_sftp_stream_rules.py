@@ -18,6 +18,7 @@ from unittest.mock import ANY
 import paramiko
 import pytest
 
+from bot.domain.tags import ReleaseTag
 from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
@@ -228,6 +229,29 @@ def test_without_exec_the_tidy_leaves_alone_what_is_no_longer_the_file_it_copied
     assert storage.tidy(plan) == []
 
     assert staged.is_symlink() and public.read_bytes() == content
+
+
+def test_without_exec_the_tidy_hashes_an_original_afresh_not_from_the_scans_cache(
+    sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
+) -> None:
+    """The scan caches each staged file's digest by its size and mtime. An original
+    rewritten after the publish with other bytes of the same size, its mtime put back, is
+    the same to both: only its bytes tell, and the tidy leaves it in staging."""
+    plan = plan_for(team, TAG, FILES)
+    storage = sftp_storage(sftp_only_sshd, team.staging, team.public)
+    closing.append(storage)
+    tag = ReleaseTag.parse(TAG)
+    assert storage.list_staging(tag) is not None  # what a scan does: list, then hash
+    assert storage.digest(tag, FILES) == {f.path: f.sha256 for f in plan.files}
+    assert publish(storage, plan).problems == ()
+    staged = team.staging / TAG / TGZ
+    before = staged.stat()
+    staged.write_bytes(staged.read_bytes()[::-1])
+    os.utime(staged, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    assert storage.tidy(plan) == [TGZ]
+
+    assert team.staged_files(TAG) == {TGZ: f"content of {TGZ}".encode()[::-1]}
 
 
 # -- on the filesystem interface itself ----------------------------------------------------------
