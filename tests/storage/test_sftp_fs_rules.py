@@ -6,6 +6,7 @@ failed link says, the lock file's create-only write, and the round trips counted
 from __future__ import annotations
 
 import grp
+import logging
 import os
 import socket
 from collections.abc import Callable, Iterator
@@ -73,6 +74,47 @@ def test_what_a_publish_made_public_gets_the_storage_group_and_the_folder_it_add
     }
     assert {p.stat().st_mode & 0o777 for p in made if p.is_file()} == {0o444}
     assert existing.stat().st_gid == os.getgid()  # only added to: left as it was
+
+
+def test_a_publish_whose_flush_and_group_succeed_logs_no_warning(
+    sshd: SshServer,
+    team: Backend,
+    uploader: Uploader,
+    closing: list[SftpStorage],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    group = grp.getgrgid(uploader.gid).gr_name
+    (team.public / "doc").mkdir()  # two folders get new entries: public/ and public/doc/
+    storage = sftp_storage(sshd, team.staging, team.public, group=group)
+    closing.append(storage)
+
+    with caplog.at_level(logging.WARNING, logger="bot.storage"):
+        report = publish(storage, plan_for(team, TAG, [*FILES, *DOCS]))
+
+    assert report.problems == ()
+    assert caplog.messages == []
+
+
+def test_a_group_the_server_does_not_know_is_logged_and_the_publish_stands(
+    sshd: SshServer, team: Backend, closing: list[SftpStorage], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The files are public once moved: a group that cannot be given is the operator's to
+    fix (``relbot check`` names it), said in the log, never a failed publish."""
+    storage = sftp_storage(sshd, team.staging, team.public, group="relbot-no-such-group")
+    closing.append(storage)
+
+    with caplog.at_level(logging.WARNING, logger="bot.storage"):
+        report = publish(storage, plan_for(team, TAG, [*FILES, *DOCS]))
+
+    assert report.problems == ()
+    assert set(team.public_files()) == {
+        *(f"3.14.0/{f}" for f in FILES),
+        *(f"doc/{TAG}/{d.removeprefix('docs/')}" for d in DOCS),
+    }
+    assert caplog.messages == [
+        f"Finishing the publication on {storage.where}: find: 'relbot-no-such-group' is not "
+        "the name of an existing group"
+    ]
 
 
 # -- a link that fails --------------------------------------------------------------------------
