@@ -1,8 +1,8 @@
 """Hashing by download, on a server that allows SFTP and no commands (bot/storage/remote_hash.py,
 ``RemoteHasher._by_download``): what a file that is not a regular file, one swapped for a
 folder after its lstat, or a missing one gives; the digest cached with the file's stamp, even
-for an empty file of 1970; and a big file hashed in pieces, never held whole. Against the real
-OpenSSH server on loopback (server paths are this machine's paths)."""
+for an empty file of 1970; and a big file hashed as it arrives, never joined whole. Against
+the real OpenSSH server on loopback (server paths are this machine's paths)."""
 
 from __future__ import annotations
 
@@ -102,9 +102,12 @@ def test_an_empty_file_of_1970_is_downloaded_once_then_its_digest_comes_from_the
     assert storage.requests["download"] == 1
 
 
-def test_a_big_file_is_hashed_in_pieces_never_held_whole(
+def test_a_big_file_is_hashed_as_it_arrives_never_joined_into_one_piece(
     storage: SftpStorage, release: Path
 ) -> None:
+    """paramiko's prefetch may buffer up to the whole file when the hashing lags behind the
+    network; reading it into one piece holds it twice over (the pieces and the joined
+    whole)."""
     size = 48 << 20
     staged = release / TGZ
     with staged.open("wb") as f:
@@ -121,4 +124,4 @@ def test_a_big_file_is_hashed_in_pieces_never_held_whole(
     with staged.open("rb") as f:
         expected = hashlib.file_digest(f, "sha256").hexdigest()
     assert digest == {TGZ: expected}
-    assert peak < size, f"{peak / 2**20:.1f} MiB held to hash a {size >> 20} MiB file"
+    assert peak < 1.5 * size, f"{peak / 2**20:.1f} MiB held to hash a {size >> 20} MiB file"
