@@ -98,7 +98,7 @@ def read(fs: SftpFs, root: str, path: str, limit: int) -> bytes:
     return data
 
 
-def write(fs: SftpFs, full: str, data: bytes, *, replace: bool = False) -> None:
+def write(fs: SftpFs, full: str, data: bytes, *, replace: bool) -> None:
     """Write a small staged file under a temporary name, then rename it into place (an
     existing file only with ``replace``). Raises :class:`StorageError`."""
     folder, name = posixpath.split(full)
