@@ -205,6 +205,25 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend("sftp", staging, public, make, crashing_sftp)
 
 
+def staged_release(tmp_path: Path, tag: str, paths: list[str]) -> Backend:
+    """Staging holding ``paths`` of ``tag`` (each reading "content of PATH"), an empty public
+    folder; for ``plan_for`` and the paths (the storage is made by each test)."""
+    staging, public = staging_and_public(tmp_path)
+    backend = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
+    for path in paths:
+        backend.write(tag, path, f"content of {path}")
+    return backend
+
+
+@pytest.fixture
+def closing() -> Iterator[list[SftpStorage]]:
+    """Storages a test made, closed after it."""
+    made: list[SftpStorage] = []
+    yield made
+    for storage in made:
+        storage.close()
+
+
 def staging_and_public(tmp_path: Path) -> tuple[Path, Path]:
     """Two empty folders of this machine, the staging and the public root."""
     staging, public = tmp_path / "staging", tmp_path / "public"

@@ -12,10 +12,10 @@ import pytest
 from bot.domain.tags import ReleaseTag
 from tests.sshd import SshServer
 from tests.storage.conftest import (
-    Backend,
     plan_for,
     publish,
     sftp_storage,
+    staged_release,
     staging_and_public,
 )
 
@@ -67,12 +67,8 @@ def test_the_check_names_the_greeting_and_what_it_costs(
 def test_a_release_is_still_published_whole_through_sftp_alone(
     chatty_sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
-    team = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
-    for path in FILES:
-        team.write(TAG, path, f"content of {path}")
+    team = staged_release(tmp_path, TAG, FILES)
+    staging, public = team.staging, team.public
     plan = plan_for(team, TAG, FILES)
     storage = sftp_storage(chatty_sshd, staging, public)
     try:

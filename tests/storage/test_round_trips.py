@@ -12,48 +12,42 @@ from pathlib import Path
 import pytest
 
 from bot.domain.tags import ReleaseTag
-from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, sftp_storage
+from tests.storage.conftest import Backend, plan_for, sftp_storage, staged_release
 
 TAG = "3.14.0"
 FILES = ["Python-3.14.0.tgz", "python-3.14.0-amd64.exe", "docs/index.html", "docs/a/b.html"]
 
 
-def cost(storage: SftpStorage, step: Callable[[], object]) -> dict[str, int]:
-    before = Counter(storage.requests)
-    step()
-    return dict(Counter(storage.requests) - before)
-
-
-def release(tmp_path: Path, *, public_folder: bool) -> Backend:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
-    if public_folder:  # the folder exists already (an earlier upload): files are linked in
-        (public / TAG).mkdir()
-    team = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
-    for path in FILES:
-        team.write(TAG, path, f"content of {path}")
-    return team
+def costs(server: SshServer, team: Backend) -> dict[str, dict[str, int]]:
+    """The round trips of each step of the release staged in ``team``, by kind."""
+    plan = plan_for(team, TAG, FILES)
+    storage = sftp_storage(server, team.staging, team.public)
+    tag = ReleaseTag.parse(TAG)
+    steps: dict[str, Callable[[], object]] = {
+        "scan": lambda: (storage.list_staging(tag), storage.digest(tag, FILES)),
+        "again": lambda: (storage.list_staging(tag), storage.digest(tag, FILES)),
+        "freeze": lambda: storage.freeze(plan),
+        "promote": lambda: storage.promote(plan),
+        "tidy": lambda: storage.tidy(plan),
+    }
+    found = {}
+    try:
+        for name, step in steps.items():
+            before = Counter(storage.requests)
+            step()
+            found[name] = dict(Counter(storage.requests) - before)
+    finally:
+        storage.close()
+    return found
 
 
 @pytest.mark.parametrize("public_folder", [False, True], ids=["new-folder", "existing-folder"])
 def test_with_exec(sshd: SshServer, tmp_path: Path, public_folder: bool) -> None:
-    team = release(tmp_path, public_folder=public_folder)
-    plan = plan_for(team, TAG, FILES)
-    storage = sftp_storage(sshd, team.staging, team.public)
-    tag = ReleaseTag.parse(TAG)
-    try:
-        steps = {
-            "scan": cost(storage, lambda: (storage.list_staging(tag), storage.digest(tag, FILES))),
-            "again": cost(storage, lambda: (storage.list_staging(tag), storage.digest(tag, FILES))),
-            "freeze": cost(storage, lambda: storage.freeze(plan)),
-            "promote": cost(storage, lambda: storage.promote(plan)),
-            "tidy": cost(storage, lambda: storage.tidy(plan)),
-        }
-    finally:
-        storage.close()
+    team = staged_release(tmp_path, TAG, FILES)
+    if public_folder:  # the folder exists already (an earlier upload): files are linked in
+        (team.public / TAG).mkdir()
+    steps = costs(sshd, team)
     assert steps["scan"] == {"connect": 1, "stat": 1, "listdir": 3, "exec": 2, "hash": 1}
     assert steps["again"] == {"stat": 1, "listdir": 3}  # a listing per folder, no hashing
     assert steps["freeze"] == {
@@ -95,20 +89,7 @@ def test_with_exec(sshd: SshServer, tmp_path: Path, public_folder: bool) -> None
 
 
 def test_without_exec(sftp_only_sshd: SshServer, tmp_path: Path) -> None:
-    team = release(tmp_path, public_folder=False)
-    plan = plan_for(team, TAG, FILES)
-    storage = sftp_storage(sftp_only_sshd, team.staging, team.public)
-    tag = ReleaseTag.parse(TAG)
-    try:
-        steps = {
-            "scan": cost(storage, lambda: (storage.list_staging(tag), storage.digest(tag, FILES))),
-            "again": cost(storage, lambda: (storage.list_staging(tag), storage.digest(tag, FILES))),
-            "freeze": cost(storage, lambda: storage.freeze(plan)),
-            "promote": cost(storage, lambda: storage.promote(plan)),
-            "tidy": cost(storage, lambda: storage.tidy(plan)),
-        }
-    finally:
-        storage.close()
+    steps = costs(sftp_only_sshd, staged_release(tmp_path, TAG, FILES))
     # Each file's bytes come through the bot: hashed by download, copied through the bot,
     # checked in public by download, and each original hashed again before its removal.
     assert steps["scan"] == {"connect": 1, "stat": 1, "listdir": 3, "exec": 1, "download": 4}

@@ -10,10 +10,7 @@ from __future__ import annotations
 import grp
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from bot.storage.sftp import SftpStorage
 from tests.mounts import tmpfs
@@ -23,15 +20,6 @@ from tests.uploader import Uploader
 
 TEAM = "relbot-team"  # the uploaders' group: the uploader account has it as a second group
 LEGACY = b"relbot-\xe9quipe"  # a group name in Latin-1, as on an old server: not UTF-8
-
-
-@pytest.fixture
-def close() -> Iterator[list[SftpStorage]]:
-    """Storages to close after the test."""
-    made: list[SftpStorage] = []
-    yield made
-    for storage in made:
-        storage.close()
 
 
 def as_uploader(
@@ -72,7 +60,7 @@ def uploader_in(uploader: Uploader, group: str | bytes) -> None:
 
 
 def test_staging_and_public_the_user_cannot_reach_are_both_named_with_the_servers_reason(
-    sshd: SshServer, uploader: Uploader, shared_root: Path, close: list[SftpStorage]
+    sshd: SshServer, uploader: Uploader, shared_root: Path, closing: list[SftpStorage]
 ) -> None:
     private = shared_root / "private"
     private.mkdir(mode=0o700)  # root's alone: the uploader cannot even look inside
@@ -80,7 +68,7 @@ def test_staging_and_public_the_user_cannot_reach_are_both_named_with_the_server
     staging.mkdir()
     public.mkdir()
     storage = as_uploader(sshd, uploader, staging, public)
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -91,11 +79,11 @@ def test_staging_and_public_the_user_cannot_reach_are_both_named_with_the_server
 
 
 def test_missing_staging_and_public_are_both_named_with_a_quoted_mkdir_and_not_created(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     staging, public = tmp_path / "release files", tmp_path / "publc"
     storage = sftp_storage(sshd, staging, public)
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -109,13 +97,13 @@ def test_missing_staging_and_public_are_both_named_with_a_quoted_mkdir_and_not_c
 
 
 def test_staging_that_is_a_file_is_not_a_folder(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     _, public = staging_and_public(tmp_path)
     staging = tmp_path / "staging.txt"
     staging.write_text("")
     storage = sftp_storage(sshd, staging, public)
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -123,14 +111,14 @@ def test_staging_that_is_a_file_is_not_a_folder(
 
 
 def test_staging_and_public_that_the_server_resolves_into_one_another_name_both_real_paths(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     files = Path(os.path.realpath(tmp_path)) / "srv" / "files"
     (files / "pub").mkdir(parents=True)
     (tmp_path / "staging").symlink_to(files)
     (tmp_path / "public").symlink_to(files / "pub")  # as written, two separate folders
     storage = sftp_storage(sshd, tmp_path / "staging", tmp_path / "public")
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -146,10 +134,10 @@ def test_staging_and_public_that_the_server_resolves_into_one_another_name_both_
 
 
 def test_a_server_without_exec_says_what_is_lost_and_how_to_allow_it(
-    sftp_only_sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sftp_only_sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     storage = sftp_storage(sftp_only_sshd, *staging_and_public(tmp_path))
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -163,11 +151,11 @@ def test_a_server_without_exec_says_what_is_lost_and_how_to_allow_it(
 
 
 def test_staging_and_public_the_user_cannot_write_are_each_named(
-    sshd: SshServer, uploader: Uploader, shared_root: Path, close: list[SftpStorage]
+    sshd: SshServer, uploader: Uploader, shared_root: Path, closing: list[SftpStorage]
 ) -> None:
     staging, public = staging_and_public(shared_root)  # root's, mode 755: readable only
     storage = as_uploader(sshd, uploader, staging, public)
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -180,30 +168,30 @@ def test_staging_and_public_the_user_cannot_write_are_each_named(
 
 
 def test_a_group_the_user_is_in_raises_nothing(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     group = grp.getgrgid(os.getgid()).gr_name
     storage = sftp_storage(sshd, *staging_and_public(tmp_path), group=group)
-    close.append(storage)
+    closing.append(storage)
 
     assert storage.check() == []
 
 
 def test_a_second_group_of_the_user_is_enough(
-    sshd: SshServer, uploader: Uploader, shared_root: Path, close: list[SftpStorage]
+    sshd: SshServer, uploader: Uploader, shared_root: Path, closing: list[SftpStorage]
 ) -> None:
     uploader_in(uploader, TEAM)
     staging, public = staging_and_public(shared_root)
     for folder in (staging, public):
         os.chown(folder, uploader.uid, uploader.gid)
     storage = as_uploader(sshd, uploader, staging, public, group=TEAM)
-    close.append(storage)
+    closing.append(storage)
 
     assert storage.check() == []
 
 
 def test_a_group_name_on_the_server_that_is_not_utf8_does_not_stop_the_check(
-    sshd: SshServer, uploader: Uploader, shared_root: Path, close: list[SftpStorage]
+    sshd: SshServer, uploader: Uploader, shared_root: Path, closing: list[SftpStorage]
 ) -> None:
     uploader_in(uploader, LEGACY)
     staging, public = staging_and_public(shared_root)
@@ -211,16 +199,16 @@ def test_a_group_name_on_the_server_that_is_not_utf8_does_not_stop_the_check(
         os.chown(folder, uploader.uid, uploader.gid)
     own = grp.getgrgid(uploader.gid).gr_name
     storage = as_uploader(sshd, uploader, staging, public, group=own)
-    close.append(storage)
+    closing.append(storage)
 
     assert storage.check() == []  # its own group is found among the others
 
 
 def test_a_group_the_user_is_not_in_is_named_with_the_fix(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     storage = sftp_storage(sshd, *staging_and_public(tmp_path), group="relbot-nobody")
-    close.append(storage)
+    closing.append(storage)
 
     problems = storage.check()
 
@@ -234,12 +222,12 @@ def test_a_group_the_user_is_not_in_is_named_with_the_fix(
 
 
 def test_a_work_folder_that_is_another_filesystems_mount_point_is_refused(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     staging, public = staging_and_public(tmp_path)
     with tmpfs(tmp_path / "work", "size=64k,mode=0700") as work:  # its parent is public's
         storage = sftp_storage(sshd, staging, public, work=str(work))
-        close.append(storage)
+        closing.append(storage)
 
         problems = storage.check()
 
@@ -252,12 +240,12 @@ def test_a_work_folder_that_is_another_filesystems_mount_point_is_refused(
 
 
 def test_folders_the_server_cannot_stat_are_reported_with_the_commands_error(
-    sshd: SshServer, tmp_path: Path, close: list[SftpStorage]
+    sshd: SshServer, tmp_path: Path, closing: list[SftpStorage]
 ) -> None:
     staging, public = staging_and_public(tmp_path)
     parent = tmp_path / "missing"
     storage = sftp_storage(sshd, staging, public, work=str(parent / "work"))
-    close.append(storage)
+    closing.append(storage)
     said = subprocess.run(  # loopback: the server's stat is this machine's
         ["stat", "-c", "%d", "--", str(parent)],
         capture_output=True,

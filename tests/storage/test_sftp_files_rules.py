@@ -28,14 +28,6 @@ BUNDLE = "Python-3.14.0rc2.tgz.sigstore"
 
 
 @pytest.fixture
-def closing() -> Iterator[list[SftpStorage]]:
-    made: list[SftpStorage] = []
-    yield made
-    for storage in made:
-        storage.close()
-
-
-@pytest.fixture
 def folders(tmp_path: Path) -> tuple[Path, Path]:
     """Staging with the release's folder, and public."""
     staging, public = tmp_path / "staging", tmp_path / "public"

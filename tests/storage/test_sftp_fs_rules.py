@@ -9,7 +9,7 @@ import grp
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,7 +20,7 @@ from bot.storage.remote_hash import chunks
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
+from tests.storage.conftest import Backend, plan_for, publish, sftp_storage, staged_release
 from tests.uploader import Uploader
 
 T = TypeVar("T")
@@ -31,21 +31,7 @@ DOCS = ["docs/index.html", "docs/library/os.html"]
 
 @pytest.fixture
 def team(tmp_path: Path) -> Backend:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
-    backend = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
-    for path in [*FILES, *DOCS]:
-        backend.write(TAG, path, f"content of {path}")
-    return backend
-
-
-@pytest.fixture
-def closing() -> Iterator[list[SftpStorage]]:
-    made: list[SftpStorage] = []
-    yield made
-    for storage in made:
-        storage.close()
+    return staged_release(tmp_path, TAG, [*FILES, *DOCS])
 
 
 # -- the group of what a publish made public --------------------------------------------------

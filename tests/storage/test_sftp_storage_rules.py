@@ -6,7 +6,7 @@ loopback."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from bot.ports.lease import Holder
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, sftp_storage
+from tests.storage.conftest import Backend, plan_for, sftp_storage, staged_release
 
 TAG = "3.14.0rc2"
 FILES = ["Python-3.14.0rc2.tgz", "python-3.14.0rc2-amd64.exe"]
@@ -39,21 +39,7 @@ class Dropping(SftpStorage):
 
 @pytest.fixture
 def team(tmp_path: Path) -> Backend:
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
-    backend = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
-    for path in FILES:
-        backend.write(TAG, path, f"content of {path}")
-    return backend
-
-
-@pytest.fixture
-def closing() -> Iterator[list[SftpStorage]]:
-    made: list[SftpStorage] = []
-    yield made
-    for storage in made:
-        storage.close()
+    return staged_release(tmp_path, TAG, FILES)
 
 
 def holder(pid: int, host: str) -> Holder:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 from unittest.mock import ANY
@@ -23,7 +23,7 @@ from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, publish, sftp_storage
+from tests.storage.conftest import Backend, plan_for, publish, sftp_storage, staged_release
 from tests.uploader import Uploader
 
 T = TypeVar("T")
@@ -36,13 +36,7 @@ TGZ = FILES[0]
 def team(tmp_path: Path) -> Backend:
     """Staging with the release's files, an empty public folder (only for ``plan_for`` and
     the paths: the storage is made by each test)."""
-    staging, public = tmp_path / "staging", tmp_path / "public"
-    staging.mkdir()
-    public.mkdir()
-    backend = Backend("sftp", staging, public, lambda: None, lambda k: None)  # type: ignore[arg-type,return-value]
-    for path in FILES:
-        backend.write(TAG, path, f"content of {path}")
-    return backend
+    return staged_release(tmp_path, TAG, FILES)
 
 
 def work_files(backend: Backend) -> set[str]:
@@ -73,14 +67,6 @@ def swapping(
     assert isinstance(storage, OnLstat)
     storage.path, storage.then = str(backend.staging / TAG / staged), then
     return storage
-
-
-@pytest.fixture
-def closing() -> Iterator[list[SftpStorage]]:
-    made: list[SftpStorage] = []
-    yield made
-    for storage in made:
-        storage.close()
 
 
 # -- what the freeze says ---------------------------------------------------------------------
