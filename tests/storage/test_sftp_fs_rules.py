@@ -18,7 +18,7 @@ import pytest
 from bot.errors import StorageError
 from bot.storage.remote_hash import chunks
 from bot.storage.sftp import Connection, SftpStorage
-from bot.storage.sftp_fs import SftpFs
+from bot.storage.sftp_fs import SftpFs, inside
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, publish, sftp_storage, staged_release
 from tests.uploader import Uploader
@@ -250,3 +250,42 @@ def test_stamps_of_more_files_than_one_command_holds_come_back_one_per_file(
 
     assert list(stamps) == paths
     assert [stamp.size if stamp else None for stamp in stamps.values()] == list(range(400))
+
+
+# -- paths and the bot's own uid ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relative", ["/etc/passwd", "../public", "3.14.0/../../etc"])
+def test_a_path_that_would_step_outside_its_root_is_refused(relative: str) -> None:
+    with pytest.raises(StorageError) as err:
+        inside("/srv/staging", relative)
+
+    assert str(err.value) == f"{relative!r} is not a path inside /srv/staging."
+
+
+def test_the_root_itself_is_named_without_a_trailing_slash() -> None:
+    assert inside("/srv/staging", "") == "/srv/staging"
+    assert inside("/srv/staging", "3.14.0/a.tgz") == "/srv/staging/3.14.0/a.tgz"
+
+
+@pytest.mark.parametrize("server", ["sshd", "sftp_only_sshd"], ids=["exec", "sftp-only"])
+def test_the_bots_uid_is_its_login_users_not_roots(
+    server: str, request: pytest.FixtureRequest, uploader: Uploader, tmp_path: Path
+) -> None:
+    """Every ownership check compares a file's owner with this uid: the bot logged in as a
+    user that is not root must learn that user's uid, with exec or without."""
+    sshd: SshServer = request.getfixturevalue(server)
+    storage = SftpStorage(
+        "127.0.0.1",
+        sshd.port,
+        uploader.name,
+        uploader.authorize(),
+        sshd.known_hosts,
+        str(tmp_path / "staging"),
+        str(tmp_path / "public"),
+        connect_timeout=5,
+    )
+    try:
+        assert on_fs(storage, lambda fs: fs.uid()) == uploader.uid != 0
+    finally:
+        storage.close()
