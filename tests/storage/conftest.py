@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import resource
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,6 +224,20 @@ def closing() -> Iterator[list[SftpStorage]]:
     yield made
     for storage in made:
         storage.close()
+
+
+@contextmanager
+def address_space_capped(headroom: int = 1 << 30) -> Iterator[None]:
+    """Cap this process's address space at what it uses now plus ``headroom`` bytes, then
+    lift the cap: a read that asks for a huge file whole fails at once (MemoryError)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    status = Path("/proc/self/status").read_text()
+    used = next(int(line.split()[1]) * 1024 for line in status.splitlines() if "VmSize" in line)
+    resource.setrlimit(resource.RLIMIT_AS, (used + headroom, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def staging_and_public(tmp_path: Path) -> tuple[Path, Path]:

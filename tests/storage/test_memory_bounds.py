@@ -10,9 +10,7 @@ instead of the refusal; without the cap it would take gigabytes or the machine's
 from __future__ import annotations
 
 import os
-import resource
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,25 +21,11 @@ from bot.errors import StorageError
 from bot.storage import walk
 from bot.storage.local import LocalStorage
 from bot.storage.local_fs import LocalFs
-from tests.storage.conftest import staging_and_public
+from tests.storage.conftest import address_space_capped, staging_and_public
 
 TAG = "3.14.0"
 T = ReleaseTag.parse(TAG)
 HUGE = 64 << 30  # 64 GiB: more than the cap below lets the process take
-HEADROOM = 1 << 30
-
-
-@contextmanager
-def address_space_capped() -> Iterator[None]:
-    """Cap this process's address space at what it uses now plus 1 GiB, then lift the cap."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    status = Path("/proc/self/status").read_text()
-    used = next(int(line.split()[1]) * 1024 for line in status.splitlines() if "VmSize" in line)
-    resource.setrlimit(resource.RLIMIT_AS, (used + HEADROOM, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def huge_file(path: Path) -> Path:

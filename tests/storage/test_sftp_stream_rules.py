@@ -19,11 +19,19 @@ import paramiko
 import pytest
 
 from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
 from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, publish, sftp_storage, staged_release
+from tests.storage.conftest import (
+    Backend,
+    address_space_capped,
+    plan_for,
+    publish,
+    sftp_storage,
+    staged_release,
+)
 from tests.uploader import Uploader
 
 T = TypeVar("T")
@@ -315,3 +323,44 @@ def test_without_exec_a_copy_never_holds_the_file_twice_in_memory(
 
     assert copied == [Copied("", job.sha256, Stamp(None, size, ANY, None), None)]
     assert peak < 2 * size, f"{peak / 2**20:.1f} MiB held to copy a {size >> 20} MiB file"
+
+
+# -- a small file read whole --------------------------------------------------------------------
+
+
+def test_a_small_file_of_exactly_the_limit_is_read(fs_storage: SftpStorage, tmp_path: Path) -> None:
+    (tmp_path / "record.json").write_bytes(b"1234")
+
+    assert on_fs(fs_storage, lambda fs: fs.read_small(str(tmp_path / "record.json"), 4)) == b"1234"
+
+
+def test_a_small_file_swapped_for_a_folder_after_its_lstat_is_not_read(
+    sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
+) -> None:
+    where = team.staging / TAG / TGZ
+
+    def swap() -> None:
+        where.unlink()
+        where.mkdir()
+
+    storage = swapping(sftp_only_sshd, team, TGZ, swap)
+    closing.append(storage)
+
+    with pytest.raises(StorageError) as err:
+        on_fs(storage, lambda fs: fs.read_small(str(where), 1024))
+
+    assert str(err.value) == f"{where} on {storage.where} is not a regular file."
+
+
+def test_a_huge_small_file_is_refused_by_its_size_not_downloaded(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    where = tmp_path / "record.json"
+    with where.open("wb") as f:
+        f.truncate(64 << 30)  # sparse: 64 GiB to a reader, nothing on disk
+    on_fs(fs_storage, lambda fs: fs.uid())  # connected before the cap
+
+    with address_space_capped(256 << 20), pytest.raises(StorageError) as err:
+        on_fs(fs_storage, lambda fs: fs.read_small(str(where), 1024))
+
+    assert str(err.value) == f"{where} on {fs_storage.where} is larger than 1,024 bytes."
