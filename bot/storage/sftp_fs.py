@@ -293,8 +293,8 @@ class SftpFs:
                 opened = src.stat()
                 if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
                     return Copied("is not a regular file")  # swapped since the lstat
-                src.prefetch(opened.st_size)
                 with sftp.open(part, "wb") as out:  # only now: nothing is left if swapped
+                    src.prefetch(opened.st_size)  # after the open: no request meets it
                     while chunk := src.read(1 << 20):
                         h.update(chunk)
                         out.write(chunk)
