@@ -294,7 +294,7 @@ class SftpFs:
                 if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
                     return Copied("is not a regular file")  # swapped since the lstat
                 with sftp.open(part, "wb") as out:  # only now: nothing is left if swapped
-                    src.prefetch(opened.st_size)  # after the open: no request meets it
+                    src.prefetch(opened.st_size)  # once both are open, as it always was
                     while chunk := src.read(1 << 20):
                         h.update(chunk)
                         out.write(chunk)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -22,8 +23,15 @@ from bot.ports import PromotionReport, Storage
 from bot.storage.freezer import make_folders
 from bot.storage.local import LocalStorage
 from bot.storage.sftp import Connection, Move, SftpStorage
+from bot.storage.sftp_fs import SftpFs
 from tests.sshd import MISSING, SSHD, SshServer
-from tests.uploader import shared_root, uploader  # noqa: F401  (fixtures: a real uploader)
+from tests.uploader import (  # noqa: F401  (fixtures: a real uploader)
+    Uploader,
+    shared_root,
+    uploader,
+)
+
+T = TypeVar("T")
 
 
 class Crash(Exception):
@@ -238,6 +246,28 @@ def address_space_capped(headroom: int = 1 << 30) -> Iterator[None]:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def on_fs(storage: SftpStorage, op: Callable[[SftpFs], T]) -> T:
+    """``op`` on the storage's filesystem interface, over its connection."""
+    return storage._ssh.call("test", lambda conn: op(storage._fs(conn)))
+
+
+def as_uploader(
+    server: SshServer, account: Uploader, staging: Path, public: Path, **kw: object
+) -> SftpStorage:
+    """A storage whose SSH user is the uploader's (non-root) account."""
+    return SftpStorage(
+        "127.0.0.1",
+        server.port,
+        account.name,
+        account.authorize(),
+        server.known_hosts,
+        str(staging),
+        str(public),
+        connect_timeout=5,
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 def staging_and_public(tmp_path: Path) -> tuple[Path, Path]:

@@ -20,9 +20,8 @@ from bot.errors import PromotionConflict, StorageError
 from bot.storage.local import LocalStorage
 from bot.storage.local_fs import LocalFs, PublicMoves
 from bot.storage.primitives import FILE_MODE
-from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, publish
+from tests.storage.conftest import Backend, as_uploader, plan_for, publish
 from tests.uploader import Uploader
 
 TAG = "3.14.0rc2"
@@ -95,17 +94,7 @@ def test_a_public_folder_the_bots_account_cannot_write_is_named_with_the_fix_and
     work.chmod(0o700)
     (public / "3.14.0").mkdir(mode=0o755)  # root's: the bot's account may not write it
     plan = plan_for(backend, TAG, DOCS + FILES)
-    storage = SftpStorage(
-        "127.0.0.1",
-        sshd.port,
-        uploader.name,
-        uploader.authorize(),
-        sshd.known_hosts,
-        str(staging),
-        str(public),
-        work=str(work),
-        connect_timeout=5,
-    )
+    storage = as_uploader(sshd, uploader, staging, public, work=str(work))
     try:
         assert storage.freeze(plan) == []
         with pytest.raises(StorageError) as refused:

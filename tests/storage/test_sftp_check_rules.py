@@ -15,28 +15,11 @@ from pathlib import Path
 from bot.storage.sftp import SftpStorage
 from tests.mounts import tmpfs
 from tests.sshd import SshServer
-from tests.storage.conftest import sftp_storage, staging_and_public
+from tests.storage.conftest import as_uploader, sftp_storage, staging_and_public
 from tests.uploader import Uploader
 
 TEAM = "relbot-team"  # the uploaders' group: the uploader account has it as a second group
 LEGACY = b"relbot-\xe9quipe"  # a group name in Latin-1, as on an old server: not UTF-8
-
-
-def as_uploader(
-    server: SshServer, uploader: Uploader, staging: Path, public: Path, **kw: object
-) -> SftpStorage:
-    """A storage whose SSH user is the uploader's (non-root) account."""
-    return SftpStorage(
-        "127.0.0.1",
-        server.port,
-        uploader.name,
-        uploader.authorize(),
-        server.known_hosts,
-        str(staging),
-        str(public),
-        connect_timeout=5,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 def uploader_in(uploader: Uploader, group: str | bytes) -> None:

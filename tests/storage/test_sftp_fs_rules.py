@@ -11,7 +11,6 @@ import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -20,10 +19,17 @@ from bot.storage.remote_hash import chunks
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs, inside
 from tests.sshd import SshServer
-from tests.storage.conftest import Backend, plan_for, publish, sftp_storage, staged_release
+from tests.storage.conftest import (
+    Backend,
+    as_uploader,
+    on_fs,
+    plan_for,
+    publish,
+    sftp_storage,
+    staged_release,
+)
 from tests.uploader import Uploader
 
-T = TypeVar("T")
 TAG = "3.14.0rc2"
 FILES = ["Python-3.14.0rc2.tgz", "python-3.14.0rc2-amd64.exe", "python-3.14.0rc2-arm64.exe"]
 DOCS = ["docs/index.html", "docs/library/os.html"]
@@ -104,11 +110,6 @@ def test_a_group_the_server_does_not_know_is_logged_and_the_publish_stands(
 
 
 # -- a link that fails --------------------------------------------------------------------------
-
-
-def on_fs(storage: SftpStorage, op: Callable[[SftpFs], T]) -> T:
-    """``op`` on the storage's filesystem interface, over its connection."""
-    return storage._ssh.call("test", lambda conn: op(storage._fs(conn)))
 
 
 @pytest.fixture
@@ -275,16 +276,7 @@ def test_the_bots_uid_is_its_login_users_not_roots(
     """Every ownership check compares a file's owner with this uid: the bot logged in as a
     user that is not root must learn that user's uid, with exec or without."""
     sshd: SshServer = request.getfixturevalue(server)
-    storage = SftpStorage(
-        "127.0.0.1",
-        sshd.port,
-        uploader.name,
-        uploader.authorize(),
-        sshd.known_hosts,
-        str(tmp_path / "staging"),
-        str(tmp_path / "public"),
-        connect_timeout=5,
-    )
+    storage = as_uploader(sshd, uploader, tmp_path / "staging", tmp_path / "public")
     try:
         assert on_fs(storage, lambda fs: fs.uid()) == uploader.uid != 0
     finally:

@@ -12,7 +12,6 @@ import os
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 from unittest.mock import ANY
 
 import paramiko
@@ -22,11 +21,11 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import Connection, SftpStorage
-from bot.storage.sftp_fs import SftpFs
 from tests.sshd import SshServer
 from tests.storage.conftest import (
     Backend,
     address_space_capped,
+    on_fs,
     plan_for,
     publish,
     sftp_storage,
@@ -34,7 +33,6 @@ from tests.storage.conftest import (
 )
 from tests.uploader import Uploader
 
-T = TypeVar("T")
 TAG = "3.14.0rc2"
 FILES = ["Python-3.14.0rc2.tgz", "python-3.14.0rc2-amd64.exe", "python-3.14.0rc2-arm64.exe"]
 TGZ = FILES[0]
@@ -249,11 +247,6 @@ def test_without_exec_the_tidy_hashes_an_original_afresh_not_from_the_scans_cach
 
 
 # -- on the filesystem interface itself ----------------------------------------------------------
-
-
-def on_fs(storage: SftpStorage, op: Callable[[SftpFs], T]) -> T:
-    """``op`` on the storage's filesystem interface, over its connection."""
-    return storage._ssh.call("test", lambda conn: op(storage._fs(conn)))
 
 
 @pytest.fixture
