@@ -178,7 +178,7 @@ class LocalFs:
 
 
 def _entry(st: os.stat_result) -> Entry:
-    return Entry(st.st_mode, st.st_uid, st.st_size, st.st_ino, st.st_nlink)
+    return Entry(st.st_mode, st.st_uid, st.st_size, st.st_ino)
 
 
 def _stamp(st: os.stat_result) -> Stamp:

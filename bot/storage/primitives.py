@@ -26,14 +26,13 @@ SOURCES = "sources.json"  # WORK/frozen/TAG/sources.json: the staged originals a
 
 @dataclass(frozen=True)
 class Entry:
-    """A path as ``lstat`` sees it (links are never followed). ``ino`` and ``nlink`` are
-    None where the backend cannot tell (SFTP attributes carry neither)."""
+    """A path as ``lstat`` sees it (links are never followed). ``ino`` is None where the
+    backend cannot tell (SFTP attributes carry none)."""
 
     mode: int  # st_mode: type and permission bits
     uid: int
     size: int = 0
     ino: int | None = None
-    nlink: int | None = None
 
     @property
     def is_dir(self) -> bool:

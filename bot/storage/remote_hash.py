@@ -38,14 +38,14 @@ class RemoteHasher:
         conn: Connection,
         paths: Sequence[str],
         *,
-        cache: bool = True,
         below: str | None = None,
     ) -> dict[str, str]:
-        """SHA-256 of server paths: cached, else hashed by the server, else downloaded.
-        With ``below``, a path reached through a symbolic link below that folder (one
-        swapped in since the listing) is refused as not a regular file."""
-        result = {p: d for p in paths if cache and (d := self.cached(p)) is not None}
-        todo = list(dict.fromkeys(p for p in paths if p not in result))
+        """SHA-256 of server paths, read afresh: hashed by the server, else downloaded (the
+        cache is only written here; :meth:`cached` is the caller's to consult). With
+        ``below``, a path reached through a symbolic link below that folder (one swapped in
+        since the listing) is refused as not a regular file."""
+        result: dict[str, str] = {}
+        todo = list(dict.fromkeys(paths))
         if not todo:
             return result
         if self.link.exec_allowed(conn):

@@ -162,7 +162,7 @@ class SftpStorage:
         if missing:
             hashed = self._ssh.call(
                 f"hash files in {root}",
-                lambda conn: self._hasher.hash(conn, missing, cache=not fresh, below=root),
+                lambda conn: self._hasher.hash(conn, missing, below=root),
             )
             known.update({p: hashed[fp] for p, fp in full.items() if p not in known})
         return {path: known[path] for path in paths}

@@ -91,10 +91,10 @@ def read(fs: SftpFs, root: str, path: str, limit: int) -> bytes:
     regular file (never followed)."""
     full = inside(root, path)
     if "/" in path and linked_between(fs.conn, root, full):  # a folder swapped for a link
-        raise StorageError(f"{path} is not a regular file in {root}.")
+        raise StorageError(f"Cannot read {full}: not a regular file.")
     data = fs.read_small(full, limit)
     if data is None:
-        raise StorageError(f"{path} is not a regular file in {root}.")
+        raise StorageError(f"Cannot read {full}: no such file.")
     return data
 
 

@@ -105,7 +105,7 @@ class SftpFs:
     def identities(self, paths: Sequence[str]) -> dict[str, Entry | None]:
         if not paths:
             return {}
-        if not self._exec:  # SFTP's attributes: no inode, no link count
+        if not self._exec:  # SFTP's attributes: no inode
             return {path: self.lstat(path) for path in paths}
         found: dict[str, Entry | None] = dict.fromkeys(paths)
         for chunk in chunks(list(paths)):
@@ -113,13 +113,11 @@ class SftpFs:
             # absent path is simply not there (stat says so on stderr, exit status 1).
             quoted = " ".join(shlex.quote(p) for p in chunk)
             status, out, err = self.ssh.exec(
-                self.conn, f"LC_ALL=C stat --printf '%f %u %s %i %h %n\\0' -- {quoted}"
+                self.conn, f"LC_ALL=C stat --printf '%f %u %s %i %n\\0' -- {quoted}"
             )
             for record in out.split(b"\0")[:-1]:
-                mode, uid, size, ino, nlink, name = record.decode(errors="surrogateescape").split(
-                    " ", 5
-                )
-                found[name] = Entry(int(mode, 16), int(uid), int(size), int(ino), int(nlink))
+                mode, uid, size, ino, name = record.decode(errors="surrogateescape").split(" ", 4)
+                found[name] = Entry(int(mode, 16), int(uid), int(size), int(ino))
             absent = sum(entry is None for p, entry in found.items() if p in chunk)
             if status != 0 and err.count(b"No such file or directory") < absent:
                 why = first_line(err) or "no output"
@@ -269,7 +267,7 @@ class SftpFs:
         self.conn.sftp.chmod(path, mode)  # not narrowed by the server's umask
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
-        return self.hasher.hash(self.conn, paths, cache=False)
+        return self.hasher.hash(self.conn, paths)  # afresh: the tidy's proof
 
     def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
         if not self._exec:

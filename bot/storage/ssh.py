@@ -160,7 +160,12 @@ class SshLink:
         transport = conn.client.get_transport()
         if transport is None:
             raise EOFError("no transport")
-        channel = transport.open_session(timeout=self.endpoint.io_timeout)
+        try:
+            channel = transport.open_session(timeout=self.endpoint.io_timeout)
+        except paramiko.SSHException as refused:
+            if str(refused) == "Timeout opening channel.":  # paramiko's words: no answer in time
+                raise TimeoutError(str(refused)) from refused
+            raise
         try:
             channel.settimeout(self.endpoint.io_timeout)
             channel.exec_command(command)
@@ -292,7 +297,7 @@ def reason(err: BaseException) -> str:
     """An error in a few words: its ``strerror`` when it has one."""
     if isinstance(err, OSError) and err.strerror:
         return err.strerror
-    return str(err) or type(err).__name__
+    return str(err).rstrip(".") or type(err).__name__  # the caller ends the sentence
 
 
 def first_line(data: bytes) -> str:

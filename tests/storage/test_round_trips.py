@@ -5,18 +5,21 @@ reports): a change here is a change in what each step costs on release day."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, sftp_storage, staged_release
 
 TAG = "3.14.0"
 FILES = ["Python-3.14.0.tgz", "python-3.14.0-amd64.exe", "docs/index.html", "docs/a/b.html"]
+INDEX = "index-windows.json"
 
 
 def costs(server: SshServer, team: Backend) -> dict[str, dict[str, int]]:
@@ -112,3 +115,32 @@ def test_without_exec(sftp_only_sshd: SshServer, tmp_path: Path) -> None:
         "rmdir": 5,
         "remove": 5,
     }
+
+
+@pytest.mark.parametrize("server", ["sshd", "sftp_only_sshd"], ids=["exec", "sftp-only"])
+def test_the_live_index_is_replaced_by_one_rename(
+    server: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The Windows install index lives at the top of public and is replaced, not added: the
+    bot's copy is renamed over the live file, one request on either server, for each of two
+    releases that update it on the same day."""
+    team = staged_release(tmp_path, TAG, [INDEX])
+    team.write("3.13.9", INDEX, "content of the index with 3.13.9")
+    (team.public / INDEX).write_text("live")
+    storage = sftp_storage(request.getfixturevalue(server), team.staging, team.public)
+    spent = []
+    try:
+        live = b"live"
+        for tag in (ReleaseTag.parse(TAG), ReleaseTag.parse("3.13.9")):
+            staged = (team.staging / str(tag) / INDEX).read_bytes()
+            digest, replaces = hashlib.sha256(staged).hexdigest(), hashlib.sha256(live).hexdigest()
+            file = PlanFile(INDEX, INDEX, "windows", len(staged), digest, replaces)
+            storage.freeze(PublishPlan(tag, (file,)))
+            before = Counter(storage.requests)
+            storage.replace_public(tag, INDEX, INDEX)
+            spent.append((Counter(storage.requests) - before)["rename"])
+            assert (team.public / INDEX).read_bytes() == staged
+            live = staged
+    finally:
+        storage.close()
+    assert spent == [1, 1]

@@ -281,3 +281,105 @@ def test_the_bots_uid_is_its_login_users_not_roots(
         assert on_fs(storage, lambda fs: fs.uid()) == uploader.uid != 0
     finally:
         storage.close()
+
+
+# -- identities: one stat for many paths --------------------------------------------------------
+
+
+def test_identities_name_each_present_path_and_none_for_a_missing_one(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    """A path that is not there is simply absent (stat's 'No such file' for it, exit
+    status 1): no error, whatever else the command found."""
+    (tmp_path / "a.tgz").write_bytes(b"a" * 3)
+    (tmp_path / "b.exe").write_bytes(b"b" * 5)
+    paths = [str(tmp_path / "a.tgz"), str(tmp_path / "b.exe"), str(tmp_path / "gone.zip")]
+
+    found = on_fs(fs_storage, lambda fs: fs.identities(paths))
+
+    assert list(found) == paths
+    a, b, gone = found.values()
+    assert a is not None and (a.size, a.uid, a.ino) == (3, 0, (tmp_path / "a.tgz").stat().st_ino)
+    assert b is not None and b.size == 5 and not b.is_dir
+    assert gone is None
+
+
+def test_identities_that_stat_cannot_see_stop_with_the_servers_words(
+    sshd: SshServer, uploader: Uploader, tmp_path: Path
+) -> None:
+    """A path in a folder the bot may not search is not 'missing': taking it for absent
+    would let a publish link over it. The look stops, in stat's words."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)  # root's: the uploader's login cannot search it
+    (locked / "a.tgz").write_text("a")
+    paths = [str(locked / "a.tgz"), str(tmp_path / "gone.zip")]
+    storage = as_uploader(sshd, uploader, tmp_path / "staging", tmp_path / "public")
+    try:
+        with pytest.raises(StorageError) as stopped:
+            on_fs(storage, lambda fs: fs.identities(paths))
+    finally:
+        storage.close()
+
+    assert str(stopped.value) == (
+        f"Cannot look at files on [127.0.0.1]:{sshd.port}: "
+        f"stat: cannot statx '{locked / 'a.tgz'}': Permission denied."
+    )
+
+
+# -- a command's reply that cannot be trusted ---------------------------------------------------
+
+Reply = tuple[int, bytes, bytes]
+
+
+def garbled(storage: SftpStorage, command: str, change: Callable[[Reply], Reply]) -> None:
+    """The server's reply to each command that starts with ``command`` (run for real) passed
+    through ``change``: a reply cut short, a shell that failed half-way. The connection is
+    made and probed first, with the real replies."""
+    on_fs(storage, lambda fs: None)
+    real = storage._ssh.exec
+
+    def exec_(conn: Connection, line: str) -> Reply:
+        reply = real(conn, line)
+        return change(reply) if line.startswith(command) else reply
+
+    storage._ssh.exec = exec_  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda r: (0, r[1].split(b"\n", 1)[1], b""), "unexpected output"),
+        (
+            lambda r: (1, r[1], b"sh: 1: stat: Too many open files\nmore\n"),
+            "sh: 1: stat: Too many open files",
+        ),
+    ],
+    ids=["a-line-lost", "the-shell-failed"],
+)
+def test_stamps_from_a_reply_that_cannot_be_trusted_stop_the_look(
+    fs_storage: SftpStorage, tmp_path: Path, change: Callable[[Reply], Reply], why: str
+) -> None:
+    """Each stamp is matched to its path by its line: one line missing, or a shell that
+    failed, would pair stamps with the wrong files."""
+    paths = []
+    for name in ("a.tgz", "b.exe"):
+        (tmp_path / name).write_text(name)
+        paths.append(str(tmp_path / name))
+    garbled(fs_storage, "export LC_ALL=C; for p in", change)
+
+    with pytest.raises(StorageError) as stopped:
+        on_fs(fs_storage, lambda fs: fs.stamps(paths))
+
+    where = f"[127.0.0.1]:{fs_storage.port}"
+    assert str(stopped.value) == f"Cannot look at files on {where}: {why}."
+
+
+def test_a_failing_id_stops_the_login_naming_its_error(fs_storage: SftpStorage) -> None:
+    garbled(fs_storage, "id -u", lambda r: (1, b"", b"id: cannot find name for user ID 1234\n"))
+
+    with pytest.raises(StorageError) as stopped:
+        on_fs(fs_storage, lambda fs: fs.uid())
+
+    assert (
+        str(stopped.value) == "Cannot learn the bot's uid: id: cannot find name for user ID 1234."
+    )

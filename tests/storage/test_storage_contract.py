@@ -132,6 +132,26 @@ def test_read_returns_a_small_file_and_refuses_a_big_one(backend: Backend) -> No
         storage.read(RC2, "Python-3.14.0rc2.tgz", 4999)
 
 
+def test_a_bundle_gone_or_reached_through_a_linked_folder_is_not_read(backend: Backend) -> None:
+    """The same sentence on every backend: a bundle removed since the listing, and one in a
+    folder swapped for a link to elsewhere (never followed)."""
+    elsewhere = backend.public.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.sigstore").write_text("{}")
+    (backend.staging / TAG).mkdir()
+    (backend.staging / TAG / "sub").symlink_to(elsewhere)
+    storage = backend.make()
+    release = backend.staging / TAG
+
+    with pytest.raises(StorageError) as gone:
+        storage.read(RC2, "gone.sigstore", 100)
+    with pytest.raises(StorageError) as linked:
+        storage.read(RC2, "sub/a.sigstore", 100)
+
+    assert str(gone.value) == f"Cannot read {release / 'gone.sigstore'}: no such file."
+    assert str(linked.value) == f"Cannot read {release / 'sub/a.sigstore'}: not a regular file."
+
+
 # -- promotion ----------------------------------------------------------------------------
 
 
