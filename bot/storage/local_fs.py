@@ -92,12 +92,9 @@ class LocalFs:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(path)  # refuses a symlink: only the bot's own folders go
 
-    def rmdir(self, path: str) -> bool:
-        try:
+    def rmdir(self, path: str) -> None:
+        with contextlib.suppress(OSError):
             os.rmdir(path)
-        except OSError:
-            return False
-        return True
 
     def mkdir(self, path: str, mode: int) -> None:
         os.mkdir(path, mode)

@@ -168,8 +168,8 @@ class FileSystem(Protocol):
         """Remove a folder of the bot's own and everything in it (nothing when absent)."""
         ...
 
-    def rmdir(self, path: str) -> bool:
-        """False when the folder is not empty."""
+    def rmdir(self, path: str) -> None:
+        """Remove the folder if it is empty; one that is not (or is gone) is left, silently."""
         ...
 
     def mkdir(self, path: str, mode: int) -> None:

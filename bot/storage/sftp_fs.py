@@ -251,15 +251,13 @@ class SftpFs:
                 self.remove(inner)
         self.rmdir(path)
 
-    def rmdir(self, path: str) -> bool:
+    def rmdir(self, path: str) -> None:
         try:
             self.requests["rmdir"] += 1
             self.conn.sftp.rmdir(path)
         except OSError:
             if not self.conn.alive:
                 raise
-            return False
-        return True
 
     def mkdir(self, path: str, mode: int) -> None:
         self.requests["mkdir"] += 1

@@ -228,14 +228,16 @@ def test_stamps_are_of_regular_files_only(tmp_path: Path) -> None:
     assert [found[p] for p in paths[1:]] == [None, None, None]
 
 
-def test_rmdir_says_whether_the_folder_went(tmp_path: Path) -> None:
+def test_rmdir_removes_an_empty_folder_and_leaves_a_full_one(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "a").write_bytes(b"x")
     fs = LocalFs()
-    assert fs.rmdir(str(tmp_path / "empty")) is True
-    assert fs.rmdir(str(tmp_path / "full")) is False
+    fs.rmdir(str(tmp_path / "empty"))
+    fs.rmdir(str(tmp_path / "full"))
+    fs.rmdir(str(tmp_path / "gone"))
     assert os.listdir(tmp_path) == ["full"]
+    assert os.listdir(tmp_path / "full") == ["a"]
 
 
 def test_a_pin_is_of_a_real_folder_only(tmp_path: Path) -> None:

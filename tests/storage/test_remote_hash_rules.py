@@ -125,3 +125,28 @@ def test_a_big_file_is_hashed_as_it_arrives_never_joined_into_one_piece(
         expected = hashlib.file_digest(f, "sha256").hexdigest()
     assert digest == {TGZ: expected}
     assert peak < 1.5 * size, f"{peak / 2**20:.1f} MiB held to hash a {size >> 20} MiB file"
+
+
+@pytest.mark.parametrize("server", ["sshd", "sftp_only_sshd"], ids=["exec", "sftp-only"])
+def test_a_file_gone_from_a_listing_is_hashed_afresh_when_it_comes_back(
+    server: str, request: pytest.FixtureRequest, release: Path, tmp_path: Path
+) -> None:
+    """A scan that saw the file gone forgets its digest: uploaded again with other bytes of
+    the same size, its time set back (rsync -t, tar), it is not taken for the old one."""
+    staged = release / TGZ
+    staged.write_bytes(b"first build")
+    stamp = staged.stat().st_mtime_ns
+    storage = sftp_storage(request.getfixturevalue(server), release.parent, tmp_path / "public")
+    try:
+        storage.list_staging(TAG)
+        assert storage.digest(TAG, [TGZ]) == {TGZ: hashlib.sha256(b"first build").hexdigest()}
+        staged.unlink()
+        assert TGZ not in (storage.list_staging(TAG) or {})
+        staged.write_bytes(b"respun once")
+        os.utime(staged, ns=(stamp, stamp))
+        storage.list_staging(TAG)
+        again = storage.digest(TAG, [TGZ])
+    finally:
+        storage.close()
+
+    assert again == {TGZ: hashlib.sha256(b"respun once").hexdigest()}

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.files import RELEASE_FOLDER
+from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.storage.remote_hash import chunks
 from bot.storage.sftp import Connection, SftpStorage
-from bot.storage.sftp_fs import SftpFs, inside
+from bot.storage.sftp_fs import SftpFs, _links, inside
 from tests.sshd import SshServer
 from tests.storage.conftest import (
     Backend,
@@ -305,15 +307,15 @@ def test_identities_name_each_present_path_and_none_for_a_missing_one(
 
 
 def test_identities_that_stat_cannot_see_stop_with_the_servers_words(
-    sshd: SshServer, uploader: Uploader, tmp_path: Path
+    sshd: SshServer, uploader: Uploader, shared_root: Path
 ) -> None:
     """A path in a folder the bot may not search is not 'missing': taking it for absent
     would let a publish link over it. The look stops, in stat's words."""
-    locked = tmp_path / "locked"
+    locked = shared_root / "locked"
     locked.mkdir(mode=0o700)  # root's: the uploader's login cannot search it
     (locked / "a.tgz").write_text("a")
-    paths = [str(locked / "a.tgz"), str(tmp_path / "gone.zip")]
-    storage = as_uploader(sshd, uploader, tmp_path / "staging", tmp_path / "public")
+    paths = [str(locked / "a.tgz"), str(shared_root / "gone.zip")]
+    storage = as_uploader(sshd, uploader, shared_root / "staging", shared_root / "public")
     try:
         with pytest.raises(StorageError) as stopped:
             on_fs(storage, lambda fs: fs.identities(paths))
@@ -383,3 +385,41 @@ def test_a_failing_id_stops_the_login_naming_its_error(fs_storage: SftpStorage) 
     assert (
         str(stopped.value) == "Cannot learn the bot's uid: id: cannot find name for user ID 1234."
     )
+
+
+# -- the hard-link count of a listing's entry -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("longname", "links"),
+    [
+        ("-rw-r--r--    2 relbot   relbot   5 Dec  4 19:00 a.tgz", 2),
+        ("-rw-r--r-- 3", 3),
+        ("-rw-r--r--    x relbot", 1),  # a server's own format: no count to read
+        ("a.tgz", 1),
+        ("", 1),
+    ],
+)
+def test_the_link_count_is_read_from_the_long_name_where_it_is_given(
+    longname: str, links: int
+) -> None:
+    assert _links(longname) == links
+
+
+def test_a_release_folder_the_bot_cannot_read_is_one_entry_saying_why(
+    sshd: SshServer, uploader: Uploader, shared_root: Path
+) -> None:
+    """Over SFTP as on local folders: the release's problem, in the server's words, not a
+    failed scan."""
+    team = staged_release(shared_root, TAG, FILES)
+    os.chmod(team.staging / TAG, 0o700)  # root's: the bot's login (the uploader) cannot list it
+    storage = as_uploader(sshd, uploader, team.staging, team.public)
+    try:
+        found = storage.list_staging(ReleaseTag.parse(TAG))
+    finally:
+        storage.close()
+
+    assert found is not None
+    assert {k: (e.regular, e.problem) for k, e in found.items()} == {
+        RELEASE_FOLDER: (False, "cannot be read (Permission denied)")
+    }
