@@ -279,3 +279,24 @@ def test_a_link_among_the_copies_is_not_made_public_with_them(storage: LocalStor
     storage.promote(plan)
 
     assert {p.name for p in (storage.public / "3.14.1").iterdir()} == {"Python-3.14.1.tgz"}
+
+
+# -- a freeze record read back: the stamps of the originals -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("saved", "stamp"),
+    [
+        ([7, 5, 1_000, 2_000], Stamp(7, 5, 1_000, 2_000)),
+        ([None, 5, 1_000, None], Stamp(None, 5, 1_000, None)),  # a server without inodes
+        (["7", 5, 1_000, "2000"], Stamp(None, 5, 1_000, None)),  # what is not a number: unknown
+        ([7, 5, "1000", 2_000], None),  # size and mtime are what the tidy compares: no stamp
+        ([7, "5", 1_000, 2_000], None),
+        ([7, 5, 1_000], None),
+        ({"size": 5}, None),
+    ],
+)
+def test_a_saved_stamp_is_read_back_only_as_far_as_it_can_be_trusted(
+    saved: object, stamp: Stamp | None
+) -> None:
+    assert Stamp.from_json(saved) == stamp

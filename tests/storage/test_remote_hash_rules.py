@@ -17,6 +17,7 @@ import pytest
 
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
+from bot.storage.remote_hash import _is_hex
 from bot.storage.sftp import Connection, SftpStorage
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
@@ -150,3 +151,22 @@ def test_a_file_gone_from_a_listing_is_hashed_afresh_when_it_comes_back(
         storage.close()
 
     assert again == {TGZ: hashlib.sha256(b"respun once").hexdigest()}
+
+
+# -- what a server's sha256sum line must look like ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "digest"),
+    [
+        (hashlib.sha256(b"x").hexdigest(), True),
+        ("0123456789abcdef" * 4, True),
+        ("0123456789ABCDEF" * 4, False),  # sha256sum prints lower case only
+        ("X" * 64, False),
+        ("g" * 64, False),
+        ("a" * 63, False),
+        ("a" * 65, False),
+    ],
+)
+def test_only_64_lower_case_hex_digits_are_taken_for_a_digest(text: str, digest: bool) -> None:
+    assert _is_hex(text) is digest

@@ -423,3 +423,21 @@ def test_a_release_folder_the_bot_cannot_read_is_one_entry_saying_why(
     assert {k: (e.regular, e.problem) for k, e in found.items()} == {
         RELEASE_FOLDER: (False, "cannot be read (Permission denied)")
     }
+
+
+def test_a_sub_folder_the_bot_cannot_read_is_reported_and_the_rest_listed(
+    sshd: SshServer, uploader: Uploader, shared_root: Path
+) -> None:
+    team = staged_release(shared_root, TAG, [*FILES, *DOCS])
+    os.chmod(team.staging / TAG / "docs", 0o700)  # root's: the bot's login cannot list it
+    storage = as_uploader(sshd, uploader, team.staging, team.public)
+    try:
+        found = storage.list_staging(ReleaseTag.parse(TAG))
+    finally:
+        storage.close()
+
+    assert found is not None
+    assert {k: (e.regular, e.problem) for k, e in found.items()} == {
+        **{name: (True, "") for name in FILES},
+        "docs/": (False, "a folder that cannot be read: Permission denied"),
+    }
