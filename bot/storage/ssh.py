@@ -220,6 +220,7 @@ class SshLink:
             )
         )
         pkey = self._load_key()
+        started = time.monotonic()
         try:
             client.connect(
                 e.host,
@@ -256,15 +257,26 @@ class SshLink:
             ) from err
         except paramiko.AuthenticationException as err:
             client.close()
+            if str(err) == "Authentication timeout.":  # paramiko's words: no answer, no refusal
+                raise StagingUnreachable(
+                    f"{self.where} did not answer the login within {e.connect_timeout:g} s; "
+                    "it is tried again on the next scan."
+                ) from err
             raise SshRefused(
                 f"{self.where} refused the key {e.key_file} for user {e.user}; add "
                 f"its public key to ~{e.user}/.ssh/authorized_keys on the server."
             ) from err
         except CONNECTION_ERRORS as err:
+            transport = client.get_transport()
+            handshake = transport is not None and not transport.initial_kex_done
             client.close()
+            # A server that took the connection and did not finish the handshake in time (a
+            # stopped sshd): paramiko says "No existing session" or that the banner could
+            # not be read, whichever of its two timers ran out first.
+            late = handshake and time.monotonic() - started >= e.connect_timeout
+            why = f"no SSH handshake within {e.connect_timeout:g} s" if late else reason(err)
             raise StagingUnreachable(
-                f"Cannot reach {self.where} ({reason(err)}); check the host, the port and "
-                "the network."
+                f"Cannot reach {self.where} ({why}); check the host, the port and the network."
             ) from err
         return Connection(client, sftp)
 
@@ -272,7 +284,6 @@ class SshLink:
         """The client key (Ed25519, RSA or ECDSA), decrypted with the passphrase if any."""
         e = self.endpoint
         password = e.passphrase or None
-        last: Exception | None = None
         for kind in (paramiko.Ed25519Key, paramiko.RSAKey, paramiko.ECDSAKey):
             try:
                 return kind.from_private_key_file(str(e.key_file), password=password)
@@ -285,16 +296,20 @@ class SshLink:
                 raise SshRefused(
                     f"storage.key_file: cannot read {e.key_file} ({reason(err)})."
                 ) from err
-            except (paramiko.SSHException, ValueError) as err:
-                last = err
+            except (paramiko.SSHException, ValueError):
+                continue  # the next kind (what the last kind said would mislead)
         raise SshRefused(
             f"storage.key_file: {e.key_file} is not an Ed25519, RSA or ECDSA private key "
             "this passphrase opens; check the file and the passphrase."
-        ) from last
+        )
 
 
 def reason(err: BaseException) -> str:
     """An error in a few words: its ``strerror`` when it has one."""
+    if isinstance(err, paramiko.ssh_exception.NoValidConnectionsError) and err.errors:
+        # "Unable to connect to port 22 on HOST" in paramiko's words: the system's reason
+        # for the first address tried (Connection refused, No route to host) says more.
+        err = next(iter(err.errors.values()))
     if isinstance(err, OSError) and err.strerror:
         return err.strerror
     return str(err).rstrip(".") or type(err).__name__  # the caller ends the sentence
