@@ -144,3 +144,19 @@ def test_the_live_index_is_replaced_by_one_rename(
     finally:
         storage.close()
     assert spent == [1, 1]
+
+
+def test_a_server_restarted_between_two_scans_costs_one_connection_more(
+    own_sshd: SshServer, tmp_path: Path
+) -> None:
+    team = staged_release(tmp_path, TAG, FILES)
+    storage = sftp_storage(own_sshd, team.staging, team.public)
+    tag = ReleaseTag.parse(TAG)
+    try:
+        storage.list_staging(tag)
+        storage.list_staging(tag)
+        own_sshd.restart()  # the open connection dies with it
+        storage.list_staging(tag)
+    finally:
+        storage.close()
+    assert storage.requests["connect"] == 2

@@ -406,21 +406,29 @@ def test_the_link_count_is_read_from_the_long_name_where_it_is_given(
     assert _links(longname) == links
 
 
+def listed_by_uploader(
+    server: SshServer, account: Uploader, team: Backend, *, locked: str
+) -> dict[str, tuple[bool, str]]:
+    """The release's listing, each entry's (regular, problem), by a storage logged in as the
+    uploader's account, once ``locked`` (below the release folder) is root's alone."""
+    os.chmod(team.staging / TAG / locked, 0o700)  # root's: the uploader's login cannot list it
+    storage = as_uploader(server, account, team.staging, team.public)
+    try:
+        found = storage.list_staging(ReleaseTag.parse(TAG))
+    finally:
+        storage.close()
+    assert found is not None
+    return {key: (entry.regular, entry.problem) for key, entry in found.items()}
+
+
 def test_a_release_folder_the_bot_cannot_read_is_one_entry_saying_why(
     sshd: SshServer, uploader: Uploader, shared_root: Path
 ) -> None:
     """Over SFTP as on local folders: the release's problem, in the server's words, not a
     failed scan."""
     team = staged_release(shared_root, TAG, FILES)
-    os.chmod(team.staging / TAG, 0o700)  # root's: the bot's login (the uploader) cannot list it
-    storage = as_uploader(sshd, uploader, team.staging, team.public)
-    try:
-        found = storage.list_staging(ReleaseTag.parse(TAG))
-    finally:
-        storage.close()
 
-    assert found is not None
-    assert {k: (e.regular, e.problem) for k, e in found.items()} == {
+    assert listed_by_uploader(sshd, uploader, team, locked="") == {
         RELEASE_FOLDER: (False, "cannot be read (Permission denied)")
     }
 
@@ -429,15 +437,8 @@ def test_a_sub_folder_the_bot_cannot_read_is_reported_and_the_rest_listed(
     sshd: SshServer, uploader: Uploader, shared_root: Path
 ) -> None:
     team = staged_release(shared_root, TAG, [*FILES, *DOCS])
-    os.chmod(team.staging / TAG / "docs", 0o700)  # root's: the bot's login cannot list it
-    storage = as_uploader(sshd, uploader, team.staging, team.public)
-    try:
-        found = storage.list_staging(ReleaseTag.parse(TAG))
-    finally:
-        storage.close()
 
-    assert found is not None
-    assert {k: (e.regular, e.problem) for k, e in found.items()} == {
+    assert listed_by_uploader(sshd, uploader, team, locked="docs") == {
         **{name: (True, "") for name in FILES},
         "docs/": (False, "a folder that cannot be read: Permission denied"),
     }
