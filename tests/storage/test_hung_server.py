@@ -72,10 +72,11 @@ def operations(team: Backend) -> dict[str, Callable[[SftpStorage], object]]:
         "tidy staging of 3.14.1": lambda s: s.tidy(plan),
         f"look at {team.public}": lambda s: s.in_public(plan),
         "publish 3.14.1": lambda s: s.promote(plan),
+        "copy the files of 3.14.1": lambda s: s.freeze(plan),
     }
 
 
-@pytest.mark.parametrize("step", range(7))
+@pytest.mark.parametrize("step", range(8))
 def test_each_operation_on_a_hung_server_ends_at_its_deadline_naming_what_it_was_doing(
     tmp_path: Path, own_sshd: SshServer, step: int
 ) -> None:
