@@ -268,7 +268,7 @@ class Places:
         """The bot's folder for ``tag``'s copies."""
         return posixpath.join(self.frozen_area, str(tag))
 
-    def tree(self, tag: object, target: str = "") -> str:
+    def tree(self, tag: object, target: str) -> str:
         """Where the copy of a file going to ``target`` waits: the public layout, so that a
         folder of copies becomes a public folder by one rename."""
         return inside(posixpath.join(self.frozen(tag), "tree"), target)

@@ -29,10 +29,10 @@ from bot.ports import PromotionReport
 from bot.ports.lease import Holder
 from bot.storage import aside, freezer, promotion, sftp_files, sftp_fs
 from bot.storage.lock import Lease
-from bot.storage.primitives import FileSystem, Move, Places, Touched, default_work
+from bot.storage.primitives import FileSystem, Move, Places, Touched, default_work, inside
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.sftp_check import check_server, overlap_on_server
-from bot.storage.sftp_fs import RoundTrips, SftpFs, inside
+from bot.storage.sftp_fs import RoundTrips, SftpFs
 from bot.storage.ssh import (
     Connection,
     Endpoint,

@@ -20,8 +20,9 @@ from bot.storage.listing import (
     linked_release_folder,
     unreadable_release_folder,
 )
+from bot.storage.primitives import inside
 from bot.storage.remote_hash import linked_between
-from bot.storage.sftp_fs import SftpFs, inside
+from bot.storage.sftp_fs import SftpFs
 from bot.storage.ssh import reason
 
 

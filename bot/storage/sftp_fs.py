@@ -510,10 +510,3 @@ def _links(longname: str) -> int:
     none; OpenSSH's long name has it second). 1 when the server's line does not say."""
     fields = longname.split(maxsplit=2)
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 1
-
-
-def inside(root: str, relative: str) -> str:
-    """``root/relative`` on the server, refusing anything that would step outside."""
-    if relative.startswith("/") or ".." in relative.split("/"):
-        raise StorageError(f"{relative!r} is not a path inside {root}.")
-    return posixpath.join(root, relative) if relative else root

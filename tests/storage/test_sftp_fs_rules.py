@@ -17,9 +17,10 @@ import pytest
 from bot.domain.files import RELEASE_FOLDER
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
+from bot.storage.primitives import inside
 from bot.storage.remote_hash import chunks
 from bot.storage.sftp import Connection, SftpStorage
-from bot.storage.sftp_fs import SftpFs, _links, inside
+from bot.storage.sftp_fs import SftpFs, _links
 from tests.sshd import SshServer
 from tests.storage.conftest import (
     Backend,
@@ -442,3 +443,43 @@ def test_a_sub_folder_the_bot_cannot_read_is_reported_and_the_rest_listed(
         **{name: (True, "") for name in FILES},
         "docs/": (False, "a folder that cannot be read: Permission denied"),
     }
+
+
+def test_a_tree_the_login_cannot_remove_stops_with_rms_words(
+    sshd: SshServer, uploader: Uploader, shared_root: Path
+) -> None:
+    """Over exec the tree goes in one ``rm -rf``; a part of it the login may not remove
+    (root's, in a folder root owns) stops it, in rm's own words, not silently."""
+    tree = shared_root / "work" / "3.14.0"
+    (tree / "locked").mkdir(parents=True)
+    (tree / "locked" / "a.tgz").write_text("a")
+    os.chown(shared_root / "work", uploader.uid, uploader.gid)
+    os.chown(tree, uploader.uid, uploader.gid)  # the tree is the login's, "locked" is root's
+    storage = as_uploader(sshd, uploader, shared_root / "staging", shared_root / "public")
+    try:
+        with pytest.raises(StorageError) as stopped:
+            on_fs(storage, lambda fs: fs.remove_tree(str(tree)))
+    finally:
+        storage.close()
+
+    assert str(stopped.value) == (
+        f"Cannot remove {tree} on [127.0.0.1]:{sshd.port}: "
+        f"rm: cannot remove '{tree / 'locked' / 'a.tgz'}': Permission denied."
+    )
+    assert (tree / "locked" / "a.tgz").exists()
+
+
+def test_a_small_file_is_written_whole_over_the_last_one_each_a_write_request(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    record = str(tmp_path / "record.json")
+
+    def twice(fs: SftpFs) -> None:
+        fs.write_small(record, b"the first freeze")
+        fs.write_small(record, b"the second")
+
+    on_fs(fs_storage, twice)
+
+    assert Path(record).read_bytes() == b"the second"
+    assert sorted(os.listdir(tmp_path)) == ["record.json"]  # no temporary name left
+    assert fs_storage.requests["write"] == 2
