@@ -4,6 +4,7 @@ has a line more than it asked for, and nothing is taken from that output blindly
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,3 +86,34 @@ def test_a_release_is_still_published_whole_through_sftp_alone(
         f"3.14.0/{path}": f"content of {path}".encode() for path in FILES
     }
     assert not (staging / TAG).exists()
+
+
+@pytest.fixture
+def one_session_sshd(tmp_path: Path) -> Iterator[SshServer]:
+    """A server that allows one session per connection (``MaxSessions 1``): the bot's SFTP
+    session takes it, and every command's channel is refused."""
+    server = SshServer.create(tmp_path / "sshd", extra_config="MaxSessions 1")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_server_that_refuses_a_second_session_is_used_over_sftp_alone(
+    one_session_sshd: SshServer, tmp_path: Path
+) -> None:
+    """Its refusal of the command channel is an answer, not a lost connection: the bot
+    hashes by download, and keeps the connection."""
+    team = staged_release(tmp_path, "3.14.1", ["Python-3.14.1.tgz"])
+    storage = sftp_storage(one_session_sshd, team.staging, team.public)
+    try:
+        digests = storage.digest(ReleaseTag.parse("3.14.1"), ["Python-3.14.1.tgz"])
+        counts = dict(storage.requests)
+    finally:
+        storage.close()
+
+    assert digests == {
+        "Python-3.14.1.tgz": hashlib.sha256(b"content of Python-3.14.1.tgz").hexdigest()
+    }
+    assert counts["connect"] == 1 and counts["download"] == 1 and "hash" not in counts
