@@ -17,7 +17,7 @@ from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
 from tests.storage.conftest import _serve, on_fs, sftp_storage
-from tests.storage.test_sftp_fs_rules import Reply, garbled
+from tests.storage.test_sftp_fs_rules import Reply, garbled, untrusted_replies
 
 
 @pytest.fixture(scope="module")
@@ -174,17 +174,7 @@ def test_a_copy_that_cannot_be_written_stops_the_freeze_with_cps_words_in_englis
     )
 
 
-@pytest.mark.parametrize(
-    ("change", "why"),
-    [
-        (lambda r: (0, r[1].split(b"\n", 1)[1], b""), "unexpected output"),
-        (
-            lambda r: (1, r[1], b"sh: 1: cp: Too many open files\nmore\n"),
-            "sh: 1: cp: Too many open files",
-        ),
-    ],
-    ids=["a-line-lost", "the-shell-failed"],
-)
+@untrusted_replies("cp")
 def test_copies_from_a_reply_that_cannot_be_trusted_stop_the_freeze(
     storage: SftpStorage, tmp_path: Path, change: object, why: str
 ) -> None:

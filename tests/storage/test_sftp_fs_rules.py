@@ -348,17 +348,21 @@ def garbled(storage: SftpStorage, command: str, change: Callable[[Reply], Reply]
     storage._ssh.exec = exec_  # type: ignore[method-assign]
 
 
-@pytest.mark.parametrize(
-    ("change", "why"),
-    [
-        (lambda r: (0, r[1].split(b"\n", 1)[1], b""), "unexpected output"),
-        (
-            lambda r: (1, r[1], b"sh: 1: stat: Too many open files\nmore\n"),
-            "sh: 1: stat: Too many open files",
-        ),
-    ],
-    ids=["a-line-lost", "the-shell-failed"],
-)
+def untrusted_replies(tool: str) -> pytest.MarkDecorator:
+    """The test once per reply that cannot be trusted: a line lost, and a shell that failed
+    running ``tool`` (``change`` for :func:`garbled`, ``why`` the sentence's reason)."""
+    failed = f"sh: 1: {tool}: Too many open files"
+    return pytest.mark.parametrize(
+        ("change", "why"),
+        [
+            (lambda r: (0, r[1].split(b"\n", 1)[1], b""), "unexpected output"),
+            (lambda r: (1, r[1], f"{failed}\nmore\n".encode()), failed),
+        ],
+        ids=["a-line-lost", "the-shell-failed"],
+    )
+
+
+@untrusted_replies("stat")
 def test_stamps_from_a_reply_that_cannot_be_trusted_stop_the_look(
     fs_storage: SftpStorage, tmp_path: Path, change: Callable[[Reply], Reply], why: str
 ) -> None:
