@@ -117,3 +117,40 @@ def test_a_server_that_refuses_a_second_session_is_used_over_sftp_alone(
         "Python-3.14.1.tgz": hashlib.sha256(b"content of Python-3.14.1.tgz").hexdigest()
     }
     assert counts["connect"] == 1 and counts["download"] == 1 and "hash" not in counts
+
+
+@pytest.fixture
+def farewell_sshd(tmp_path: Path) -> Iterator[SshServer]:
+    """A server whose wrapper says goodbye after every command, in Latin-1 (a logout
+    script's echo on an old system)."""
+    wrapper = tmp_path / "farewell"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$SSH_ORIGINAL_COMMAND" = internal-sftp ]; then exec {SFTP_SERVER}; fi\n'
+        '/bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+        "printf 'Sch\\366n, bis bald\\n'\n"
+    )
+    wrapper.chmod(0o755)
+    server = SshServer.create(tmp_path / "sshd", extra_config=f"ForceCommand {wrapper}")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_farewell_after_each_command_is_named_too_even_in_latin_1(
+    farewell_sshd: SshServer, tmp_path: Path
+) -> None:
+    staging, public = staging_and_public(tmp_path)
+    storage = sftp_storage(farewell_sshd, staging, public)
+    try:
+        problems = storage.check()
+    finally:
+        storage.close()
+
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        f"storage: {storage.where} prints 'Sch\ufffdn, bis bald' with the output of every "
+        "command root runs, so the bot cannot read what its commands answer"
+    )
