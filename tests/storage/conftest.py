@@ -38,7 +38,9 @@ class Crash(Exception):
     """Injected: the process dies at this point."""
 
 
-def _serve(root: Path, extra_config: str = "") -> Iterator[SshServer]:
+def serve(root: Path, extra_config: str = "") -> Iterator[SshServer]:
+    """A started sshd configured in ``root`` (plus ``extra_config``), stopped afterwards:
+    ``yield from`` it in a fixture."""
     if not SSHD.exists():
         pytest.fail(MISSING, pytrace=False)
     server = SshServer.create(root, extra_config=extra_config)
@@ -52,19 +54,19 @@ def _serve(root: Path, extra_config: str = "") -> Iterator[SshServer]:
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     """One sshd for the whole session; tests must not stop it (use ``own_sshd``)."""
-    yield from _serve(tmp_path_factory.mktemp("sshd"))
+    yield from serve(tmp_path_factory.mktemp("sshd"))
 
 
 @pytest.fixture(scope="session")
 def sftp_only_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     """An sshd that allows SFTP and nothing else, as some hosting setups do."""
-    yield from _serve(tmp_path_factory.mktemp("sshd-sftp-only"), "ForceCommand internal-sftp")
+    yield from serve(tmp_path_factory.mktemp("sshd-sftp-only"), "ForceCommand internal-sftp")
 
 
 @pytest.fixture
 def own_sshd(tmp_path: Path) -> Iterator[SshServer]:
     """An sshd this test may stop and restart (on the same port)."""
-    yield from _serve(tmp_path / "own-sshd")
+    yield from serve(tmp_path / "own-sshd")
 
 
 def sftp_storage(

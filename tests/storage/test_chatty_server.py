@@ -15,6 +15,7 @@ from tests.sshd import SshServer
 from tests.storage.conftest import (
     plan_for,
     publish,
+    serve,
     sftp_storage,
     staged_release,
     staging_and_public,
@@ -26,37 +27,45 @@ TAG = "3.14.0"
 FILES = ["Python-3.14.0.tgz", "python-3.14.0-amd64.exe"]
 
 
-@pytest.fixture(scope="module")
-def chatty_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    root = tmp_path_factory.mktemp("sshd-chatty")
-    wrapper = root / "greet"
+def wrapped(root: Path, script: str) -> Iterator[SshServer]:
+    """An sshd that runs every command through a shell wrapper (``ForceCommand``): SFTP
+    goes to the real SFTP server, then ``script`` (the command is in
+    ``$SSH_ORIGINAL_COMMAND``)."""
+    wrapper = root / "wrapper"
     wrapper.write_text(
         "#!/bin/sh\n"
         f'if [ "$SSH_ORIGINAL_COMMAND" = internal-sftp ]; then exec {SFTP_SERVER}; fi\n'
-        f"echo '{GREETING}'\n"
-        'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+        f"{script}\n"
     )
     wrapper.chmod(0o755)
-    server = SshServer.create(root / "sshd", extra_config=f"ForceCommand {wrapper}")
-    server.start()
+    yield from serve(root / "sshd", f"ForceCommand {wrapper}")
+
+
+@pytest.fixture(scope="module")
+def chatty_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    yield from wrapped(
+        tmp_path_factory.mktemp("sshd-chatty"),
+        f"echo '{GREETING}'\nexec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"",
+    )
+
+
+def checked(server: SshServer, tmp_path: Path) -> tuple[str, list[str]]:
+    """``relbot check``'s problems with a storage on ``server``, and how it names the server."""
+    staging, public = staging_and_public(tmp_path)
+    storage = sftp_storage(server, staging, public)
     try:
-        yield server
+        return storage.where, storage.check()
     finally:
-        server.stop()
+        storage.close()
 
 
 def test_the_check_names_the_greeting_and_what_it_costs(
     chatty_sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging, public = staging_and_public(tmp_path)
-    storage = sftp_storage(chatty_sshd, staging, public)
-    try:
-        problems = storage.check()
-    finally:
-        storage.close()
+    where, problems = checked(chatty_sshd, tmp_path)
 
     assert problems == [
-        f"storage: {storage.where} prints '{GREETING}' with the output of every command root "
+        f"storage: {where} prints '{GREETING}' with the output of every command root "
         "runs, so the bot cannot read what its commands answer and uses none: SHA-256 digests "
         "fall back to downloading each file, the bot's copies of a release go through this "
         "machine, files move one at a time and the group cannot be set; remove that greeting "
@@ -92,12 +101,7 @@ def test_a_release_is_still_published_whole_through_sftp_alone(
 def one_session_sshd(tmp_path: Path) -> Iterator[SshServer]:
     """A server that allows one session per connection (``MaxSessions 1``): the bot's SFTP
     session takes it, and every command's channel is refused."""
-    server = SshServer.create(tmp_path / "sshd", extra_config="MaxSessions 1")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(tmp_path / "sshd", "MaxSessions 1")
 
 
 def test_a_server_that_refuses_a_second_session_is_used_over_sftp_alone(
@@ -123,34 +127,18 @@ def test_a_server_that_refuses_a_second_session_is_used_over_sftp_alone(
 def farewell_sshd(tmp_path: Path) -> Iterator[SshServer]:
     """A server whose wrapper says goodbye after every command, in Latin-1 (a logout
     script's echo on an old system)."""
-    wrapper = tmp_path / "farewell"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'if [ "$SSH_ORIGINAL_COMMAND" = internal-sftp ]; then exec {SFTP_SERVER}; fi\n'
-        '/bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
-        "printf 'Sch\\366n, bis bald\\n'\n"
+    yield from wrapped(
+        tmp_path, "/bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\nprintf 'Sch\\366n, bis bald\\n'"
     )
-    wrapper.chmod(0o755)
-    server = SshServer.create(tmp_path / "sshd", extra_config=f"ForceCommand {wrapper}")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_a_farewell_after_each_command_is_named_too_even_in_latin_1(
     farewell_sshd: SshServer, tmp_path: Path
 ) -> None:
-    staging, public = staging_and_public(tmp_path)
-    storage = sftp_storage(farewell_sshd, staging, public)
-    try:
-        problems = storage.check()
-    finally:
-        storage.close()
+    where, problems = checked(farewell_sshd, tmp_path)
 
     assert len(problems) == 1
     assert problems[0].startswith(
-        f"storage: {storage.where} prints 'Sch\ufffdn, bis bald' with the output of every "
+        f"storage: {where} prints 'Sch\ufffdn, bis bald' with the output of every "
         "command root runs, so the bot cannot read what its commands answer"
     )

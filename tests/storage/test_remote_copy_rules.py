@@ -16,7 +16,7 @@ from bot.errors import StorageError
 from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
-from tests.storage.conftest import _serve, on_fs, sftp_storage
+from tests.storage.conftest import on_fs, serve, sftp_storage
 from tests.storage.test_sftp_fs_rules import Reply, garbled, untrusted_replies
 
 
@@ -28,7 +28,7 @@ def server_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def utf8_sshd(tmp_path_factory: pytest.TempPathFactory, server_tmp: Path) -> Iterator[SshServer]:
-    yield from _serve(
+    yield from serve(
         tmp_path_factory.mktemp("sshd-utf8"), f"SetEnv LC_ALL=C.UTF-8 TMPDIR={server_tmp}"
     )
 

@@ -15,7 +15,7 @@ import pytest
 from bot.errors import StorageError
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SshServer
-from tests.storage.conftest import _serve, on_fs, sftp_storage
+from tests.storage.conftest import on_fs, serve, sftp_storage
 from tests.storage.test_remote_copy_rules import padded
 from tests.storage.test_sftp_fs_rules import Reply, garbled
 
@@ -30,7 +30,7 @@ def server_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tmp_sshd(tmp_path_factory: pytest.TempPathFactory, server_tmp: Path) -> Iterator[SshServer]:
-    yield from _serve(tmp_path_factory.mktemp("sshd-tmp"), f"SetEnv TMPDIR={server_tmp}")
+    yield from serve(tmp_path_factory.mktemp("sshd-tmp"), f"SetEnv TMPDIR={server_tmp}")
 
 
 @pytest.fixture
