@@ -26,6 +26,7 @@ T = TypeVar("T")
 _RECONNECT_DELAYS = (0.2, 0.5)  # seconds between connection attempts within one call
 _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
+KEEPALIVE_SECONDS = 30  # an idle connection between scans is not dropped by a firewall
 MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
 
 
@@ -104,7 +105,7 @@ class SshLink:
         and ``op`` run once more: every operation here is idempotent.
         """
         with self.lock:
-            for attempt in (1, 2):
+            while True:
                 fresh = self._connection is None or not self._connection.alive
                 if fresh:
                     self.drop()
@@ -123,13 +124,12 @@ class SshLink:
                         raise StorageError(
                             f"Cannot {what} on {self.where}: {reason(err)}."
                         ) from err
-                    self.drop()
-                    if fresh or attempt == 2:
+                    if fresh:  # lost at once: the next try is the caller's (the next scan)
                         raise StagingUnreachable(
                             f"Lost the connection to {self.where} while trying to {what}; "
                             "it is re-established on the next try."
                         ) from err
-            raise AssertionError("unreachable")
+                    # A connection that died since the last call: once more on a new one.
 
     def drop(self) -> None:
         if self._connection is not None:
@@ -159,7 +159,7 @@ class SshLink:
         self.requests["exec"] += 1
         transport = conn.client.get_transport()
         if transport is None:
-            raise EOFError("no transport")
+            raise EOFError  # closed: `call` says the connection was lost
         try:
             channel = transport.open_session(timeout=self.endpoint.io_timeout)
         except paramiko.SSHException as refused:
@@ -175,8 +175,8 @@ class SshLink:
             status = channel.recv_exit_status()
         finally:
             channel.close()
-        if status == -1 and not conn.alive:
-            raise EOFError("connection closed during a command")
+        if status == -1 and not conn.alive:  # no exit status: the connection died with it
+            raise EOFError
         return status, out, err
 
     def _connect(self) -> Connection:
@@ -235,7 +235,7 @@ class SshLink:
             )
             transport = client.get_transport()
             assert transport is not None
-            transport.set_keepalive(30)
+            transport.set_keepalive(KEEPALIVE_SECONDS)
             if isinstance(transport.sock, socket.socket):
                 # Each SFTP request at once, not held back by Nagle's algorithm until the
                 # server's delayed ACK (40 ms): a 16 MB copy without exec took 16 s, not 0.4.
