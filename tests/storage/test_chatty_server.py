@@ -108,19 +108,21 @@ def test_a_server_that_refuses_a_second_session_is_used_over_sftp_alone(
     one_session_sshd: SshServer, tmp_path: Path
 ) -> None:
     """Its refusal of the command channel is an answer, not a lost connection: the bot
-    hashes by download, and keeps the connection."""
-    team = staged_release(tmp_path, "3.14.1", ["Python-3.14.1.tgz"])
+    hashes by download, keeps the connection, and does not ask again on it."""
+    names = ["Python-3.14.1.tgz", "Python-3.14.1.tar.xz"]
+    team = staged_release(tmp_path, "3.14.1", names)
     storage = sftp_storage(one_session_sshd, team.staging, team.public)
     try:
-        digests = storage.digest(ReleaseTag.parse("3.14.1"), ["Python-3.14.1.tgz"])
+        digests = [storage.digest(ReleaseTag.parse("3.14.1"), [name]) for name in names]
         counts = dict(storage.requests)
     finally:
         storage.close()
 
-    assert digests == {
-        "Python-3.14.1.tgz": hashlib.sha256(b"content of Python-3.14.1.tgz").hexdigest()
-    }
-    assert counts["connect"] == 1 and counts["download"] == 1 and "hash" not in counts
+    assert digests == [
+        {name: hashlib.sha256(f"content of {name}".encode()).hexdigest()} for name in names
+    ]
+    assert counts["connect"] == 1 and counts["download"] == 2 and "hash" not in counts
+    assert counts["exec"] == 1  # the one refused probe
 
 
 @pytest.fixture

@@ -168,10 +168,10 @@ class ProbesWatched(LocalStorage):
         seen = self.probes
 
         class Fs(LocalFs):
-            def rmdir(self, path: str) -> bool:
+            def rmdir(self, path: str) -> None:
                 if Path(path).name.startswith(PROBE):
                     seen[path] = stat.S_IMODE(os.lstat(path).st_mode)
-                return super().rmdir(path)
+                super().rmdir(path)
 
         self._fs = Fs(PublicMoves(self._rename, self._link, self._replace))
 
@@ -299,6 +299,7 @@ def test_a_resumed_promotion_proves_a_linked_file_by_its_copy_when_no_inode_was_
     stage(backend, FILES)
     plan = plan_for(backend, TAG, FILES)
     dying = backend.make()
+    assert isinstance(dying, LocalStorage)
     assert dying.freeze(plan) == []
     record = dying.work / "frozen" / TAG / "sources.json"
     data = json.loads(record.read_text())

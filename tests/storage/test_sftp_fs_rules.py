@@ -12,6 +12,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import paramiko
 import pytest
 
 from bot.domain.files import RELEASE_FOLDER
@@ -196,6 +197,27 @@ def test_a_small_file_is_created_only_where_nothing_is(
     assert fs_storage.requests["write"] == 2
 
 
+def test_a_folder_the_bot_makes_is_never_open_wider_than_its_mode(
+    fs_storage: SftpStorage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The work area (0700) is made with its mode, then set to it past the server's umask:
+    not made open to all and closed a round trip later, a moment another login could use."""
+    modes: list[int] = []
+    chmod = paramiko.SFTPClient.chmod
+
+    def seen_then_chmod(sftp: paramiko.SFTPClient, path: str, mode: int) -> None:
+        modes.append(os.stat(path).st_mode & 0o777)  # on loopback: the server's folder
+        chmod(sftp, path, mode)
+
+    monkeypatch.setattr(paramiko.SFTPClient, "chmod", seen_then_chmod)
+    work = tmp_path / "work"
+
+    on_fs(fs_storage, lambda fs: fs.mkdir(str(work), 0o700))
+
+    assert modes == [0o700]
+    assert work.stat().st_mode & 0o777 == 0o700
+
+
 # -- round trips, counted by kind ---------------------------------------------------------------
 
 
@@ -334,16 +356,16 @@ def test_identities_that_stat_cannot_see_stop_with_the_servers_words(
 Reply = tuple[int, bytes, bytes]
 
 
-def garbled(storage: SftpStorage, command: str, change: Callable[[Reply], Reply]) -> None:
-    """The server's reply to each command that starts with ``command`` (run for real) passed
+def garbled(storage: SftpStorage, start: str, change: Callable[[Reply], Reply]) -> None:
+    """The server's reply to each command that starts with ``start`` (run for real) passed
     through ``change``: a reply cut short, a shell that failed half-way. The connection is
     made and probed first, with the real replies."""
     on_fs(storage, lambda fs: None)
     real = storage._ssh.exec
 
-    def exec_(conn: Connection, line: str) -> Reply:
-        reply = real(conn, line)
-        return change(reply) if line.startswith(command) else reply
+    def exec_(conn: Connection, command: str) -> Reply:
+        reply = real(conn, command)
+        return change(reply) if command.startswith(start) else reply
 
     storage._ssh.exec = exec_  # type: ignore[method-assign]
 
