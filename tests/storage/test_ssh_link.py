@@ -1,16 +1,19 @@
 """The shared SSH connection (bot/storage/ssh.py) when the server drops it or a command on it
-goes wrong: a connection that died since the last call is replaced without a word, a command
-cut off with its connection is a lost connection, a command killed by a signal is only that
-command's failure, and a command that never ends costs its deadline. Against a real OpenSSH
-server on loopback, with the faults made for real (sessions killed, commands that hang)."""
+goes wrong: a server restarting is waited for within the call, a connection that died since
+the last call is replaced without a word, a command cut off with its connection is a lost
+connection, a command killed by a signal is only that command's failure, and a command that
+never ends costs its deadline. Against a real OpenSSH server on loopback, with the faults made
+for real (sshd stopped, sessions killed, commands that hang)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -20,16 +23,16 @@ from bot.storage.ssh import Connection, Endpoint, SshLink
 from tests.sshd import SshServer, _descendants
 
 
-@pytest.fixture
-def link(own_sshd: SshServer) -> Iterator[SshLink]:
+@contextmanager
+def linked(server: SshServer, connect_timeout: float = 5) -> Iterator[SshLink]:
     endpoint = Endpoint(
         "127.0.0.1",
-        own_sshd.port,
-        own_sshd.user,
-        own_sshd.client_key,
-        own_sshd.known_hosts,
+        server.port,
+        server.user,
+        server.client_key,
+        server.known_hosts,
         passphrase=None,
-        connect_timeout=5,
+        connect_timeout=connect_timeout,
         io_timeout=1,
     )
     made = SshLink(endpoint, Counter())
@@ -38,6 +41,12 @@ def link(own_sshd: SshServer) -> Iterator[SshLink]:
     finally:
         with made.lock:
             made.drop()
+
+
+@pytest.fixture
+def link(own_sshd: SshServer) -> Iterator[SshLink]:
+    with linked(own_sshd) as made:
+        yield made
 
 
 def kill_sessions(server: SshServer) -> None:
@@ -134,3 +143,39 @@ def test_an_idle_connection_sends_keepalives(
     time.sleep(1)
 
     assert log.read_text(errors="replace").count("rtype keepalive@lag.net") >= 2
+
+
+def test_a_server_back_within_the_connect_timeout_is_reached_by_the_same_call(
+    link: SshLink, own_sshd: SshServer
+) -> None:
+    own_sshd.stop()
+    restart = threading.Timer(0.1, own_sshd.start)  # sshd coming back after a reboot
+    restart.start()
+    try:
+        listed = link.call("list /", lambda conn: "tmp" in conn.sftp.listdir("/"))
+    finally:
+        restart.join()
+
+    assert listed
+    assert link.requests["connect"] in (2, 3)  # tried again after 0.2 s, then 0.5 s
+
+
+@pytest.mark.parametrize(("connect_timeout", "attempts"), [(0.1, 1), (0.6, 2), (1.5, 3)])
+def test_a_server_that_stays_down_is_tried_within_one_connect_timeout(
+    own_sshd: SshServer, connect_timeout: float, attempts: int
+) -> None:
+    """Attempts at 0, 0.2 and 0.7 s, those that fit in the timeout: the scan that called
+    has its own, longer backoff."""
+    own_sshd.stop()
+    with linked(own_sshd, connect_timeout) as down:
+        started = time.monotonic()
+        with pytest.raises(StagingUnreachable) as refused:
+            down.call("list /", lambda conn: conn.sftp.listdir("/"))
+        waited = time.monotonic() - started
+
+    assert str(refused.value) == (
+        f"Cannot reach [127.0.0.1]:{own_sshd.port} (Connection refused); "
+        "check the host, the port and the network."
+    )
+    assert down.requests["connect"] == attempts
+    assert waited < connect_timeout
