@@ -20,7 +20,8 @@ results apart and a second run re-tests only what changed.
 mutmut forgets every verdict when a suite's list of tests changes. When tests were only added,
 ``--tests-added`` keeps them: a mutant a test killed is still killed with more tests, so the
 suite's stored fingerprint of its test list is brought up to date, mutmut runs what it has not
-run yet (and the functions changed since), and then every survivor again with the new tests.
+run yet (and the functions changed since), and then every survivor again with the new tests
+(but the listed equivalents, which no test can kill).
 """
 
 from __future__ import annotations
@@ -247,8 +248,14 @@ def run(folder: Path, jobs: list[str], tests_added: bool) -> None:
         keep_verdicts(folder)
     subprocess.run([str(MUTMUT), "run", *jobs], cwd=folder, stdout=subprocess.DEVNULL, check=False)
     if tests_added:
-        alive = [m for m, status in verdicts(folder).items() if status in ("survived", "no tests")]
-        if alive:  # named, mutmut runs them again
+        known = equivalents()
+        alive = [
+            m
+            for m, status in verdicts(folder).items()
+            if status in ("survived", "no tests")
+            and (function_of(m), *changed_lines(mutmut(folder, "show", m))) not in known
+        ]
+        if alive:  # named, mutmut runs them again (a listed equivalent cannot be killed)
             subprocess.run(
                 [str(MUTMUT), "run", *jobs, *alive],
                 cwd=folder,
