@@ -79,12 +79,6 @@ class LocalFs:
     def rename(self, source: str, target: str) -> None:
         os.rename(source, target)
 
-    def replace(self, source: str, target: str) -> None:
-        os.replace(source, target)
-
-    def link(self, source: str, target: str) -> None:
-        os.link(source, target, follow_symlinks=False)
-
     def remove(self, path: str) -> None:
         os.unlink(path)
 

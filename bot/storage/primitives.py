@@ -154,14 +154,6 @@ class FileSystem(Protocol):
         """Move within the filesystem; the caller has checked that ``target`` is absent."""
         ...
 
-    def replace(self, source: str, target: str) -> None:
-        """``rename(2)``: ``target`` is replaced in one step (readers see old or new)."""
-        ...
-
-    def link(self, source: str, target: str) -> None:
-        """A second name; ``FileExistsError`` when ``target`` exists (never replaced)."""
-        ...
-
     def remove(self, path: str) -> None: ...
 
     def remove_tree(self, path: str) -> None:

@@ -165,10 +165,12 @@ class SftpFs:
         self.conn.sftp.rename(source, target)
 
     def replace(self, source: str, target: str) -> None:
+        """``rename(2)``: ``target`` is replaced in one step (readers see old or new)."""
         self.requests["rename"] += 1
         self.conn.sftp.posix_rename(source, target)
 
     def link(self, source: str, target: str) -> None:
+        """A second name; ``FileExistsError`` when ``target`` exists (never replaced)."""
         try:
             self.trips.hardlink(self.conn, source, target)
         except OSError:
