@@ -43,6 +43,11 @@ from bot.storage.ssh import (
 
 __all__ = ["Connection", "HostKeyRejected", "Move", "SftpStorage", "SshRefused", "Touched"]
 
+CONNECT_TIMEOUT = 10.0  # seconds for the TCP connection, the SSH handshake and the login
+IO_TIMEOUT = (
+    300.0  # seconds a request or command may go silent (a big file hashed on a busy server)
+)
+
 
 class SftpStorage:
     """Staging and public folders on an SSH server (absolute paths on that server).
@@ -66,8 +71,8 @@ class SftpStorage:
         passphrase: str | None = None,
         group: str | None = None,
         work: str | None = None,
-        connect_timeout: float = 10.0,
-        io_timeout: float = 300.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        io_timeout: float = IO_TIMEOUT,
     ) -> None:
         work = work if work is not None else default_work(public)
         for name, folder in (("staging", staging), ("public", public), ("work", work)):
@@ -75,18 +80,12 @@ class SftpStorage:
                 raise StorageError(
                     f"storage.{name}: {folder!r} must be an absolute path on the server."
                 )
-        self.host = host
-        self.port = port
         self.user = user
-        self.key_file = key_file
-        self.known_hosts = known_hosts
         self.staging = posixpath.normpath(staging)
         self.public = posixpath.normpath(public)
         self.work = posixpath.normpath(work)
         self.group = group
         self._places = Places(self.staging, self.public, self.work)
-        self.connect_timeout = connect_timeout
-        self.io_timeout = io_timeout
         self.requests: Counter[str] = Counter()
         """Round trips by kind (``connect``, ``listdir``, ``stat``, ``exec``, ``hash``...),
         for tests, the bench and metrics."""

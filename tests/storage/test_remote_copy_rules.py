@@ -68,7 +68,7 @@ def copy(storage: SftpStorage, jobs: list[CopyJob]) -> list[Copied]:
 
 
 def where(storage: SftpStorage) -> str:
-    return f"[127.0.0.1]:{storage.port}"
+    return storage.where  # "[127.0.0.1]:PORT", word for word in test_ssh_login_messages.py
 
 
 # -- batches -------------------------------------------------------------------------------

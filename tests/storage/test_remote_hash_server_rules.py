@@ -57,7 +57,7 @@ def hashed(storage: SftpStorage, paths: list[str]) -> dict[str, str]:
 
 
 def where(storage: SftpStorage) -> str:
-    return f"[127.0.0.1]:{storage.port}"
+    return storage.where  # "[127.0.0.1]:PORT", word for word in test_ssh_login_messages.py
 
 
 @pytest.mark.parametrize(("length", "count", "commands"), [(150, 108, 2), (342, 144, 3)])

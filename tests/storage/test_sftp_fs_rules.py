@@ -399,8 +399,7 @@ def test_stamps_from_a_reply_that_cannot_be_trusted_stop_the_look(
     with pytest.raises(StorageError) as stopped:
         on_fs(fs_storage, lambda fs: fs.stamps(paths))
 
-    where = f"[127.0.0.1]:{fs_storage.port}"
-    assert str(stopped.value) == f"Cannot look at files on {where}: {why}."
+    assert str(stopped.value) == f"Cannot look at files on {fs_storage.where}: {why}."
 
 
 def test_a_failing_id_stops_the_login_naming_its_error(fs_storage: SftpStorage) -> None:

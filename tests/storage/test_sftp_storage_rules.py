@@ -14,7 +14,7 @@ import pytest
 
 from bot.domain.plan import PlanFile
 from bot.domain.tags import ReleaseTag
-from bot.errors import StagingUnreachable, StorageLocked
+from bot.errors import StagingUnreachable, StorageError, StorageLocked
 from bot.ports.lease import Holder
 from bot.storage.sftp import Connection, SftpStorage
 from bot.storage.sftp_fs import SftpFs
@@ -139,4 +139,28 @@ def test_a_second_bot_is_told_which_server_and_work_folder_the_first_holds(
 
     assert str(refused.value).startswith(
         f"Another relbot holds the storage {second.where}:{team.work}: "
+    )
+
+
+@pytest.mark.parametrize("name", ["staging", "public", "work"])
+def test_a_folder_given_as_a_relative_path_is_refused_naming_its_setting(
+    name: str, tmp_path: Path
+) -> None:
+    """On the server a relative path is relative to the login's home: never what was meant."""
+    folders = {"staging": "/srv/staging", "public": "/srv/public", "work": "/srv/work"}
+    folders[name] = "srv/" + name
+    with pytest.raises(StorageError) as refused:
+        SftpStorage(
+            "127.0.0.1",
+            22,
+            "relbot",
+            tmp_path / "key",
+            tmp_path / "known_hosts",
+            folders["staging"],
+            folders["public"],
+            work=folders["work"],
+        )
+
+    assert str(refused.value) == (
+        f"storage.{name}: 'srv/{name}' must be an absolute path on the server."
     )
