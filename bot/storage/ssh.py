@@ -164,7 +164,7 @@ class SshLink:
             channel = transport.open_session(timeout=self.endpoint.io_timeout)
         except paramiko.SSHException as refused:
             if str(refused) == "Timeout opening channel.":  # paramiko's words: no answer in time
-                raise TimeoutError(str(refused)) from refused
+                raise TimeoutError from refused  # `call` says the server stopped answering
             raise
         try:
             channel.settimeout(self.endpoint.io_timeout)
@@ -183,13 +183,13 @@ class SshLink:
         """Connect, retrying briefly on network errors (not on refused keys), within about
         one ``connect_timeout`` in all: the caller (the scheduler) has its own backoff."""
         deadline = time.monotonic() + self.endpoint.connect_timeout
-        for attempt, delay in enumerate((*_RECONNECT_DELAYS, None), start=1):
+        for attempt, delay in enumerate(_RECONNECT_DELAYS, start=1):
             try:
                 return self._open()
             except SshRefused:
                 raise
             except StagingUnreachable as err:
-                if delay is None or time.monotonic() + delay > deadline:
+                if time.monotonic() + delay > deadline:
                     raise
                 log.warning(
                     "storage: connecting to %s failed (attempt %d: %s); retrying in %.1f s",
@@ -199,7 +199,7 @@ class SshLink:
                     delay,
                 )
                 time.sleep(delay)
-        raise AssertionError("unreachable")
+        return self._open()  # the last attempt: its error is the caller's
 
     def _open(self) -> Connection:
         e = self.endpoint
