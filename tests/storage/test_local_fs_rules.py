@@ -189,27 +189,6 @@ def test_a_hash_never_follows_a_symlink(tmp_path: Path) -> None:
     assert caught.value.errno == errno.ELOOP
 
 
-def test_a_link_is_a_second_name_of_the_same_file_and_of_a_symlink_itself(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "a").write_bytes(b"x")
-    (tmp_path / "sym").symlink_to(tmp_path / "a")
-    fs = LocalFs()
-    fs.link(str(tmp_path / "a"), str(tmp_path / "b"))
-    fs.link(str(tmp_path / "sym"), str(tmp_path / "sym2"))
-    assert os.lstat(tmp_path / "b").st_ino == os.lstat(tmp_path / "a").st_ino
-    assert os.lstat(tmp_path / "a").st_nlink == 2
-    assert stat.S_ISLNK(os.lstat(tmp_path / "sym2").st_mode)
-
-
-def test_replace_puts_the_source_over_the_target(tmp_path: Path) -> None:
-    (tmp_path / "new").write_bytes(b"new")
-    (tmp_path / "old").write_bytes(b"old")
-    LocalFs().replace(str(tmp_path / "new"), str(tmp_path / "old"))
-    assert os.listdir(tmp_path) == ["old"]
-    assert (tmp_path / "old").read_bytes() == b"new"
-
-
 def test_a_listing_shows_a_symlink_as_a_symlink(tmp_path: Path) -> None:
     (tmp_path / "a").write_bytes(b"x")
     (tmp_path / "sym").symlink_to(tmp_path / "a")
