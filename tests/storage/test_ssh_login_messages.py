@@ -6,7 +6,10 @@ with real key files made by ssh-keygen."""
 from __future__ import annotations
 
 import socket
+import socketserver
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +166,29 @@ def test_a_port_nobody_listens_on_says_what_to_check(sshd: SshServer, tmp_path: 
             f"Cannot reach [127.0.0.1]:{free} (Connection refused); check the host, the port "
             "and the network."
         )
+
+
+class _NotSsh(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+
+
+def test_a_port_where_another_service_answers_says_so_at_once(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    """A web server on the configured port answers and hangs up: paramiko's reason, not a
+    handshake that timed out."""
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _NotSsh) as web:
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        try:
+            started = time.monotonic()
+            answered = login(sshd, tmp_path, port=web.server_address[1])
+            waited = time.monotonic() - started
+        finally:
+            web.shutdown()
+
+    assert str(answered) == (
+        f"Cannot reach [127.0.0.1]:{web.server_address[1]} (Error reading SSH protocol banner); "
+        "check the host, the port and the network."
+    )
+    assert waited < 1  # connect_timeout: every attempt was answered
