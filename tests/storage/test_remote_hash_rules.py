@@ -53,6 +53,24 @@ def test_a_staged_symbolic_link_is_not_hashed_through(storage: SftpStorage, rele
     )
 
 
+def test_a_file_in_a_folder_swapped_for_a_link_is_not_hashed_through(
+    storage: SftpStorage, release: Path, tmp_path: Path
+) -> None:
+    """The file itself is regular: the folder on its way leads elsewhere (never followed)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / TGZ).write_bytes(b"not the release's")
+    (release / "sub").symlink_to(elsewhere)
+
+    with pytest.raises(StorageError) as refused:
+        storage.digest(TAG, [f"sub/{TGZ}"])
+
+    assert str(refused.value) == (
+        f"Cannot hash {release / 'sub' / TGZ} on {storage.where}: not a regular file."
+    )
+    assert storage.requests["download"] == 0
+
+
 def test_a_file_swapped_for_a_folder_after_its_lstat_is_not_hashed(
     storage: SftpStorage, release: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

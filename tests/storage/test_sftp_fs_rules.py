@@ -402,6 +402,21 @@ def test_stamps_from_a_reply_that_cannot_be_trusted_stop_the_look(
     assert str(stopped.value) == f"Cannot look at files on {fs_storage.where}: {why}."
 
 
+def test_identities_from_a_stat_killed_before_a_word_stop_saying_so(
+    fs_storage: SftpStorage, tmp_path: Path
+) -> None:
+    """stat killed by a signal (the server out of memory): no record, no message. Taking
+    its silence for 'missing' would let a publish link over the files."""
+    present = tmp_path / "a.tgz"
+    present.write_text("a")
+    garbled(fs_storage, "LC_ALL=C stat", lambda r: (-1, b"", b""))
+
+    with pytest.raises(StorageError) as stopped:
+        on_fs(fs_storage, lambda fs: fs.identities([str(present)]))
+
+    assert str(stopped.value) == f"Cannot look at files on {fs_storage.where}: no output."
+
+
 def test_a_failing_id_stops_the_login_naming_its_error(fs_storage: SftpStorage) -> None:
     garbled(fs_storage, "id -u", lambda r: (1, b"", b"id: cannot find name for user ID 1234\n"))
 
