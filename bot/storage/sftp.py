@@ -44,9 +44,7 @@ from bot.storage.ssh import (
 __all__ = ["Connection", "HostKeyRejected", "Move", "SftpStorage", "SshRefused", "Touched"]
 
 CONNECT_TIMEOUT = 10.0  # seconds for the TCP connection, the SSH handshake and the login
-IO_TIMEOUT = (
-    300.0  # seconds a request or command may go silent (a big file hashed on a busy server)
-)
+IO_TIMEOUT = 300.0  # seconds a request or a command may go silent (a big file hashed, say)
 
 
 class SftpStorage:
