@@ -26,8 +26,6 @@ def source_of(mutmut_name: str) -> str:
     path = name.split("ǁ")[1:] if name.startswith("ǁ") else [name.removeprefix("_")]
     for part in path:
         found = inspect.getattr_static(found, part)
-    if isinstance(found, (staticmethod, classmethod, property)):
-        found = found.__func__ if not isinstance(found, property) else found.fget
     return " ".join(line.strip() for line in inspect.getsource(found).splitlines())
 
 
