@@ -1,20 +1,23 @@
 """The bot trusts its areas only as they are (bot/storage/workarea.py): the promotion checks
 the work folder and the frozen area each time and never makes them again, so an area taken
 over by another account since the freeze, or gone, stops it in a sentence naming that
-folder and nothing becomes public, and so does a look-alike put in its place; a folder the
-bot made again itself (after an operator moved its work folder away) is trusted as made;
-dropping copies makes no area; and a work folder whose parent is missing is named with the
-fix."""
+folder and nothing becomes public, and so does a look-alike put in its place (also after a
+restart, in place of an area the new process only found) or a symlink; a folder the bot made
+again itself (after an operator moved its work folder away) is trusted as made; a work folder
+removed the moment it was made is named as gone; dropping copies makes no area; and a work
+folder whose parent is missing is named with the fix."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
 from bot.errors import StorageError
 from bot.storage.local import LocalStorage
+from bot.storage.local_fs import LocalFs
 from bot.storage.workarea import WorkAreaUntrusted
 from tests.storage.test_freeze_more_rules import PLAN, storage
 
@@ -116,3 +119,65 @@ def test_a_work_folder_moved_away_while_the_bot_runs_is_made_again_by_the_next_f
 
     storage.promote(PLAN)
     assert (storage.public / "3.14.1" / "Python-3.14.1.tgz").is_file()
+
+
+def test_an_area_swapped_after_a_restarted_bot_first_looked_at_it_stops_the_promotion(
+    storage: LocalStorage,
+) -> None:
+    assert storage.freeze(PLAN) == []
+    # The bot restarts: a new process that did not make the areas, only finds them.
+    restarted = LocalStorage(storage.staging, storage.public)
+    assert restarted.freeze(PLAN) == []  # the resumed freeze: the areas as they are now
+    area = storage.work / "frozen"
+    area.rename(storage.work / "moved-away")
+    shutil.copytree(storage.work / "moved-away", area)  # the bot's account, mode, contents
+    area.chmod(0o700)
+
+    with pytest.raises(WorkAreaUntrusted) as stopped:
+        restarted.promote(PLAN)
+
+    assert str(stopped.value) == (
+        f"The bot's work folder {area} cannot be trusted (it is not the folder the bot made: "
+        "it was replaced since): someone who can write its parent folder must have replaced "
+        "it; check it before removing it."
+    )
+    assert not (storage.public / "3.14.1").exists()
+
+
+def test_a_work_folder_removed_the_moment_the_bot_made_it_is_named_not_a_crash(
+    storage: LocalStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = LocalFs.mkdir
+
+    def removed_at_once(self: LocalFs, path: str, mode: int) -> None:
+        made(self, path, mode)
+        os.rmdir(path)  # another account with the parent's write access, in that instant
+
+    monkeypatch.setattr(LocalFs, "mkdir", removed_at_once)
+
+    with pytest.raises(WorkAreaUntrusted) as stopped:
+        storage.freeze(PLAN)
+
+    assert str(stopped.value) == (
+        f"The bot's work folder {storage.work} is gone (moved or removed since the bot made it)."
+    )
+    assert not storage.work.exists()
+
+
+def test_a_symlink_in_place_of_an_area_is_named_as_not_a_real_folder(
+    storage: LocalStorage, tmp_path: Path
+) -> None:
+    assert storage.freeze(PLAN) == []
+    area = storage.work / "frozen"
+    area.rename(tmp_path / "elsewhere")  # the bot's own folder, mode 700: only the link differs
+    area.symlink_to(tmp_path / "elsewhere")
+
+    with pytest.raises(WorkAreaUntrusted) as stopped:
+        storage.promote(PLAN)
+
+    assert str(stopped.value) == (
+        f"The bot's work folder {area} cannot be trusted (it is not a real folder; its mode is "
+        "777, not 700): someone who can write its parent folder must have replaced it; check it "
+        "before removing it."
+    )
+    assert not (storage.public / "3.14.1").exists()

@@ -141,7 +141,7 @@ async def test_a_work_folder_that_is_a_symlink_to_a_bot_owned_folder_is_refused(
 
     reply = await world.say("hugo", await world.plan("3.14.1"))
 
-    assert reply.private and "it is not a real folder" in reply.text, reply.text
+    assert reply.private and "cannot be trusted (it is not a real folder;" in reply.text, reply.text
     assert list(elsewhere.iterdir()) == []
     assert world.public_files() == set()
 
