@@ -6,7 +6,6 @@ import errno
 import hashlib
 import itertools
 import os
-import secrets
 import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from bot.storage.listing import (
 )
 from bot.storage.local_fs import LocalFs, PublicMoves
 from bot.storage.lock import Lease
-from bot.storage.primitives import FileSystem, Places, default_work
+from bot.storage.primitives import FileSystem, Places, default_work, temp_name
 from bot.storage.walk import Dirent, Walked, walk
 from bot.storage.workarea import not_on_public_filesystem, work_problems
 
@@ -124,7 +123,7 @@ class LocalStorage:
 
     def write(self, tag: ReleaseTag, path: str, data: bytes, *, replace: bool = False) -> None:
         target = _inside(self.staging / str(tag), path)
-        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        temp = target.with_name(temp_name())
         try:
             with temp.open("xb") as f:
                 f.write(data)

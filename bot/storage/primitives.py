@@ -7,6 +7,7 @@ public, and the bot's own work folder)."""
 from __future__ import annotations
 
 import posixpath
+import secrets
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -293,6 +294,13 @@ def default_work(public: str) -> str:
     mount point of its own (``relbot check`` says so, and what to set instead)."""
     public = posixpath.normpath(public)
     return posixpath.join(posixpath.dirname(public), f".relbot-{posixpath.basename(public)}")
+
+
+def temp_name() -> str:
+    """A name for a file the bot writes and then renames into place: hidden and ``.tmp``
+    (scans skip it), the bot's, and short, so that any name that fits in a folder has a
+    temporary name that fits beside it."""
+    return f".relbot-{secrets.token_hex(8)}.tmp"
 
 
 def inside(root: str, relative: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
-import secrets
 import stat
 from collections.abc import Sequence
 
@@ -20,7 +19,7 @@ from bot.storage.listing import (
     linked_release_folder,
     unreadable_release_folder,
 )
-from bot.storage.primitives import inside
+from bot.storage.primitives import inside, temp_name
 from bot.storage.remote_hash import linked_between
 from bot.storage.sftp_fs import SftpFs
 from bot.storage.ssh import reason
@@ -103,7 +102,7 @@ def write(fs: SftpFs, full: str, data: bytes, *, replace: bool) -> None:
     """Write a small staged file under a temporary name, then rename it into place (an
     existing file only with ``replace``). Raises :class:`StorageError`."""
     folder, name = posixpath.split(full)
-    temp = posixpath.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+    temp = posixpath.join(folder, temp_name())
     sftp = fs.conn.sftp
     try:
         fs.requests["write"] += 1

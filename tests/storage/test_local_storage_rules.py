@@ -226,15 +226,28 @@ def test_a_write_into_a_missing_release_names_the_file(tmp_path: Path) -> None:
     assert message(err) == f"Cannot write {target}: No such file or directory."
 
 
-def test_a_file_name_of_nearly_the_longest_length_is_written(tmp_path: Path) -> None:
-    # Its temporary name (a dot, the name, 8 hex digits, .tmp) just fits in 255 bytes.
+def test_a_file_name_of_the_longest_length_is_written(tmp_path: Path) -> None:
+    # Its temporary name beside it is the bot's own short one, not derived from the name.
     storage = local(tmp_path)
-    name = "a" * 241
+    name = "a" * 255
 
     storage.write(T, name, b"sig")
 
     assert (storage.staging / TAG / name).read_bytes() == b"sig"
     assert os.listdir(storage.staging / TAG) == [name]
+
+
+def test_a_file_name_too_long_for_the_filesystem_says_why_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    storage = local(tmp_path)
+    name = "a" * 256
+
+    with pytest.raises(StorageError) as err:
+        storage.write(T, name, b"sig")
+
+    assert message(err) == f"Cannot write {storage.staging / TAG / name}: File name too long."
+    assert os.listdir(storage.staging / TAG) == []
 
 
 # -- list_public ---------------------------------------------------------------------------

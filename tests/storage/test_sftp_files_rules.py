@@ -114,15 +114,30 @@ def test_the_file_in_the_way_is_compared_by_reading_no_more_than_the_new_bytes(
     assert peak < 4 << 20, f"{peak / 2**20:.1f} MiB held to compare 10 bytes"
 
 
-def test_a_name_as_long_as_the_temporary_name_beside_it_allows_is_written(
+def test_a_name_of_the_longest_length_is_written(
     storage: SftpStorage, folders: tuple[Path, Path]
 ) -> None:
-    """The temporary name is ``.NAME.<8 hex digits>.tmp``: at most 255 bytes (NAME_MAX)."""
-    name = "a" * 241
+    """The temporary name beside it is the bot's own short one, not derived from the name."""
+    name = "a" * 255
 
     storage.write(TAG, name, b"the bundle")
 
     assert (folders[0] / str(TAG) / name).read_bytes() == b"the bundle"
+    assert [p.name for p in (folders[0] / str(TAG)).iterdir()] == [name]
+
+
+def test_a_name_too_long_for_the_servers_filesystem_says_why_and_leaves_nothing(
+    storage: SftpStorage, folders: tuple[Path, Path]
+) -> None:
+    """In the server's words: OpenSSH's sftp-server reports ENAMETOOLONG as SSH2_FX_BAD_MESSAGE."""
+    name = "a" * 256
+
+    with pytest.raises(StorageError) as refused:
+        storage.write(TAG, name, b"the bundle")
+
+    staged = folders[0] / str(TAG) / name
+    assert str(refused.value) == f"Cannot write {staged} on {storage.where}: Bad message."
+    assert list((folders[0] / str(TAG)).iterdir()) == []
 
 
 def test_a_replacing_write_into_a_folder_the_server_refuses_says_why_and_keeps_the_file(
