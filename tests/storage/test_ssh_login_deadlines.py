@@ -12,12 +12,15 @@ import signal
 import socket
 import subprocess
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bot.app import build_storage
+from bot.config import load_config
 from bot.errors import StagingUnreachable
 from bot.storage.sftp import SftpStorage, SshRefused
 from tests.sshd import SshServer
@@ -98,6 +101,44 @@ def test_a_server_that_sends_no_banner_costs_the_deadline(
         "host, the port and the network."
     )
     assert took < WITHIN
+
+
+def test_a_configured_bot_waits_10_s_for_the_handshake_as_the_readme_says(
+    stopped_sshd: SshServer, tmp_path: Path
+) -> None:
+    """The default deadline, as an operator's config gets it (no setting names it)."""
+    config = tmp_path / "relbot.toml"
+    config.write_text(
+        textwrap.dedent(f"""
+        [storage]
+        kind = "sftp"
+        host = "127.0.0.1"
+        port = {stopped_sshd.port}
+        user = "{stopped_sshd.user}"
+        key_file = "{stopped_sshd.client_key}"
+        known_hosts = "{stopped_sshd.known_hosts}"
+        staging = "{tmp_path / "staging"}"
+        public = "{tmp_path / "public"}"
+
+        [people.hugo]
+        rm = ["3.14"]
+        roles = ["source"]
+        """)
+    )
+    storage = build_storage(load_config(config))
+    started = time.monotonic()
+    try:
+        with pytest.raises(StagingUnreachable) as stopped:
+            storage.staged_tags()
+    finally:
+        storage.close()
+    took = time.monotonic() - started
+
+    assert str(stopped.value) == (
+        f"Cannot reach [127.0.0.1]:{stopped_sshd.port} (no SSH handshake within 10 s); check "
+        "the host, the port and the network."
+    )
+    assert 10 <= took < 10 + WITHIN
 
 
 @pytest.fixture
