@@ -30,6 +30,7 @@ import argparse
 import collections
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -365,10 +366,15 @@ def main() -> int:
     for name in args.suites or list(SUITES):
         folder = prepare(name, SUITES[name])
         if not args.no_run:
-            started = time.monotonic()
+            started, root_before = time.monotonic(), set(os.listdir("/"))
             jobs = ["--max-children", str(args.jobs)] if args.jobs else []
             run(folder, jobs, args.tests_added)
             print(f"{name}: mutmut ran {time.monotonic() - started:.0f} s")
+            if strays := sorted(set(os.listdir("/")) - root_before):
+                # A mutant of a shell line (an empty temporary folder's variable, say) run as
+                # root writes where the real line never does. Named, never removed here.
+                print(f"{name}: new in / since the run began (check, then remove): ", end="")
+                print(" ".join(f"/{n}" for n in strays))
         total += report(name, folder, args.diffs)
     if len(args.suites) != 1:
         print("\n" + row("every suite", total))
