@@ -57,7 +57,7 @@ system-deps:
 lint: install
 	$(BIN)/ruff check bot adapters tests bench
 	$(BIN)/ruff format --check bot adapters tests bench
-	$(BIN)/mypy --strict bot adapters
+	$(BIN)/mypy --strict bot adapters tests
 
 test: install system-deps lint
 	$(BIN)/pytest

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pytest
 
@@ -91,8 +92,13 @@ class Clock:
         self.now += seconds
 
 
-class World:
-    """A release team rehearsing on tmp folders: stage files, type commands, restart."""
+ChatT = TypeVar("ChatT", bound=Chat)
+
+
+class BaseWorld(Generic[ChatT]):
+    """A release team rehearsing on tmp folders: stage files, type commands, restart. Its
+    release channel is a ``ChatT``: :class:`World`'s records what the bot posts, a platform's
+    world (Slack, Discord) talks to the platform's mock."""
 
     def __init__(
         self,
@@ -100,7 +106,7 @@ class World:
         extra_toml: str = "",
         *,
         team_toml: str = TEAM_TOML,
-        chat: Chat | None = None,
+        chat: ChatT,
     ) -> None:
         self.root = root
         toml = with_signing_opt_out(textwrap.dedent(team_toml) + textwrap.dedent(extra_toml))
@@ -110,10 +116,10 @@ class World:
         self.staging = root / "data" / "staging"
         self.public = root / "data" / "public"
         self.clock = Clock()
-        self.chat = chat or RecordingChat()
+        self.chat = chat
         # Called instead of sleeping while /ready lets a listing settle: tests use it to
         # change staging between the two listings.
-        self.during_settle: list[Callable[[], None]] = []
+        self.during_settle: list[Callable[[], object]] = []
         self.storage = self.make_storage()
         self.verifier = build_verifier(self.config)
         self.gate = self.start()
@@ -209,6 +215,20 @@ class World:
             for e in self.store.events(ReleaseTag.parse(tag))
             if kind is None or e.kind is kind
         ]
+
+
+class World(BaseWorld[RecordingChat]):
+    """The team's world with a channel that records what the bot posts (``chat.texts``...)."""
+
+    def __init__(
+        self,
+        root: Path,
+        extra_toml: str = "",
+        *,
+        team_toml: str = TEAM_TOML,
+        chat: RecordingChat | None = None,
+    ) -> None:
+        super().__init__(root, extra_toml, team_toml=team_toml, chat=chat or RecordingChat())
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,7 @@ def instance_world(
     return World(tmp_path, toml, team_toml=team_toml)
 
 
-def signed_paths(world: World, staged: list[str], tag: str = "3.14.1") -> list[str]:
+def signed_paths(world: World, staged: Iterable[str], tag: str = "3.14.1") -> list[str]:
     """The staged files whose signature the gate checks (docs and the like are unsigned)."""
     release = ReleaseTag.parse(tag)
     return [p for p in staged if world.profile.needs_signature(release, p)]

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.domain.files import Listing
+from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
 from bot.pydotorg.registry import PydotorgRegistry
@@ -35,7 +35,7 @@ class CountingStorage(LocalStorage):
 
     listings = 0
 
-    def list_staging(self, tag: ReleaseTag) -> Listing | None:
+    def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
         self.listings += 1
         return super().list_staging(tag)
 

@@ -83,7 +83,11 @@ def test_console_fuzz_under_strict_utf8_answers_every_line_and_never_raises(
     )
     console = Console(gate, chat, Poller(gate, 3600), list(world.config.people), "hugo", out)
     answers: list[str] = []
-    console._say = answers.append  # type: ignore[method-assign]
+
+    def say(text: str) -> None:
+        answers.append(text)
+
+    console._say = say  # type: ignore[method-assign]
 
     code = asyncio.run(asyncio.wait_for(console.run(strict_stdin(lines)), 60))
 
@@ -391,10 +395,10 @@ def test_config_fuzz_over_every_keys_type_and_bounds_never_raises(
             finally:
                 signal.alarm(0)
             outcomes["problems"] += bool(found.problems)
-            err = capsys.readouterr().err
-            assert code == (1 if found.problems else 0), err
-            assert "Traceback" not in err
-            assert all(line.startswith("relbot check: ") for line in err.splitlines()), err
+            stderr = capsys.readouterr().err
+            assert code == (1 if found.problems else 0), stderr
+            assert "Traceback" not in stderr
+            assert all(line.startswith("relbot check: ") for line in stderr.splitlines()), stderr
     finally:
         signal.signal(signal.SIGALRM, previous)
     # Every outcome was exercised: loading refused, offline checks refused, and all well.

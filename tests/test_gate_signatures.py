@@ -4,6 +4,7 @@ Sigstore bundles of tests/data/sigstore (staging trust root, verified offline)."
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from bot.demo import stage_demo
@@ -150,9 +151,11 @@ async def test_steady_state_scans_read_no_bundle_and_hash_nothing_again(tmp_path
     storage = world.storage
     digest, read = storage.digest, storage.read
 
-    def counting_digest(tag: ReleaseTag, wanted: list[str], *, fresh: bool) -> dict[str, str]:
-        calls["digest"] += len(wanted)
-        return digest(tag, wanted, fresh=fresh)
+    def counting_digest(
+        tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
+    ) -> dict[str, str]:
+        calls["digest"] += len(paths)
+        return digest(tag, paths, fresh=fresh)
 
     def counting_read(tag: ReleaseTag, path: str, limit: int) -> bytes:
         calls["read"] += 1

@@ -141,11 +141,11 @@ def test_every_command_refuses_overlapping_folders(
 
 
 @pytest.fixture
-def read_only_mount(tmp_path: Path) -> Iterator[Callable[[Callable[[Path], None]], Path]]:
+def read_only_mount(tmp_path: Path) -> Iterator[Callable[[Callable[[Path], object]], Path]]:
     """A small tmpfs, filled by the test, then remounted read-only: read-only for root too."""
     mounted: list[Path] = []
 
-    def make(fill: Callable[[Path], None]) -> Path:
+    def make(fill: Callable[[Path], object]) -> Path:
         where = tmp_path / "ro"
         where.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)], check=True)
@@ -159,7 +159,9 @@ def read_only_mount(tmp_path: Path) -> Iterator[Callable[[Callable[[Path], None]
         subprocess.run(["umount", str(where)], check=True)
 
 
-def broken_state(kind: str, tmp_path: Path, mount: Callable[[Callable[[Path], None]], Path]) -> str:
+def broken_state(
+    kind: str, tmp_path: Path, mount: Callable[[Callable[[Path], object]], Path]
+) -> str:
     """Make a state file of ``kind`` and return the config's ``state`` value."""
     if kind == "folder":
         (tmp_path / "state.db").mkdir()
@@ -186,7 +188,7 @@ STATE_KINDS = ["folder", "not-sqlite", "fifo", "read-only", "folder-not-writable
 def test_a_bad_state_file_is_one_sentence_from_run_status_and_audit(
     relbot: str,
     tmp_path: Path,
-    read_only_mount: Callable[[Callable[[Path], None]], Path],
+    read_only_mount: Callable[[Callable[[Path], object]], Path],
     kind: str,
 ) -> None:
     (tmp_path / "seed").mkdir()
@@ -204,7 +206,7 @@ def test_a_bad_state_file_is_one_sentence_from_run_status_and_audit(
 def test_check_reports_a_bad_state_file(
     relbot: str,
     tmp_path: Path,
-    read_only_mount: Callable[[Callable[[Path], None]], Path],
+    read_only_mount: Callable[[Callable[[Path], object]], Path],
     kind: str,
 ) -> None:
     (tmp_path / "seed").mkdir()

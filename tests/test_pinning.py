@@ -248,19 +248,19 @@ async def test_a_stuck_publish_accepts_hold_and_abort_and_logs_its_step_once(
 class Crowded(LocalStorage):
     """Records how many promotions run at once (each takes a moment)."""
 
-    lock = threading.Lock()
+    guard = threading.Lock()
     running = 0
     most = 0
 
     def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
-        with Crowded.lock:
+        with Crowded.guard:
             Crowded.running += 1
             Crowded.most = max(Crowded.most, Crowded.running)
         try:
             time.sleep(0.2)
             return super().promote(plan, public_before=public_before)
         finally:
-            with Crowded.lock:
+            with Crowded.guard:
                 Crowded.running -= 1
 
 

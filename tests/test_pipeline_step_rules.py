@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from bot.domain.history import EventKind
+from bot.domain.history import Event, EventKind
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
 from bot.ports.messages import ChannelKind, ChannelMessage
@@ -44,7 +44,7 @@ class AnnouncedChat(RecordingChat):
 
     def __init__(self) -> None:
         super().__init__()
-        self.then: list[Callable[[], None]] = []
+        self.then: list[Callable[[], object]] = []
 
     async def post(self, message: ChannelMessage) -> str:
         ref = await super().post(message)
@@ -54,14 +54,14 @@ class AnnouncedChat(RecordingChat):
         return ref
 
 
-def before_step(world: World, kind: EventKind, step: str, action: Callable[[], None]) -> None:
+def before_step(world: World, kind: EventKind, step: str, action: Callable[[], object]) -> None:
     """Run ``action`` just before the journal records ``kind`` of ``step`` (once)."""
-    append, pending = world.store.append, [action]
+    append, pending, wanted = world.store.append, [action], kind
 
-    def hooked(tag: ReleaseTag, actor: str, event: EventKind, **data: Any) -> Any:
-        if event is kind and data.get("step") == step and pending:
+    def hooked(tag: ReleaseTag, actor: str, kind: EventKind, **data: Any) -> Event:
+        if kind is wanted and data.get("step") == step and pending:
             pending.pop()()
-        return append(tag, actor, event, **data)
+        return append(tag, actor, kind, **data)
 
     world.store.append = hooked  # type: ignore[method-assign]
 
@@ -77,7 +77,7 @@ def expected(world: World) -> list[str]:
 
 
 def notices(world: World) -> list[ChannelMessage]:
-    return [m for m in world.chat.posts if m.kind is ChannelKind.NOTICE]  # type: ignore[attr-defined]
+    return [m for m in world.chat.posts if m.kind is ChannelKind.NOTICE]
 
 
 async def confirmed(world: World) -> None:
@@ -95,7 +95,7 @@ async def test_a_plain_publish_is_announced_under_its_tag_and_each_step_says_wha
 ) -> None:
     await confirmed(world)
 
-    [announced] = [m for m in world.chat.posts if m.kind is ChannelKind.ANNOUNCEMENT]  # type: ignore[attr-defined]
+    [announced] = [m for m in world.chat.posts if m.kind is ChannelKind.ANNOUNCEMENT]
     assert announced.tag == TAG
     assert announced.text.startswith(f"{TAG} is published: ")  # not a late files' note
     assert announced.text.endswith(  # the profile's links, each after one space

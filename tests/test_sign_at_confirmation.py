@@ -140,9 +140,9 @@ async def test_the_verifier_is_never_journaled_logged_or_shown(
     world = instance_world(tmp_path, as_rm)
     prompt = await planned(world)
     gate = world.gate._services
-    pending = gate.logins.pending(
-        ReleaseTag.parse(TAG), gate.store.release(ReleaseTag.parse(TAG)).offer.code_hash
-    )  # type: ignore[union-attr]
+    offer = gate.store.release(ReleaseTag.parse(TAG)).offer
+    assert offer is not None
+    pending = gate.logins.pending(ReleaseTag.parse(TAG), offer.code_hash)
     assert pending is not None
     verifier = pending.pkce.verifier
     login = log_in(prompt.login_url or "")
@@ -151,7 +151,7 @@ async def test_the_verifier_is_never_journaled_logged_or_shown(
     journal = json.dumps([e.data for e in world.store.events(ReleaseTag.parse(TAG))])
     assert verifier not in journal and login not in journal
     assert verifier not in caplog.text and login not in caplog.text
-    assert not any(verifier in m.text or login in m.text for m in world.chat.posts)  # type: ignore[attr-defined]
+    assert not any(verifier in m.text or login in m.text for m in world.chat.posts)
 
 
 async def test_a_wrong_identity_is_refused_before_anything_moves_and_the_code_stays_valid(

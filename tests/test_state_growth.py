@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +141,11 @@ def count_reads(world: World) -> dict[str, int]:
     storage = world.storage
     digest, read = storage.digest, storage.read
 
-    def counting_digest(tag: ReleaseTag, wanted: list[str], *, fresh: bool) -> dict[str, str]:
-        calls["digest"] += len(wanted)
-        return digest(tag, wanted, fresh=fresh)
+    def counting_digest(
+        tag: ReleaseTag, paths: Sequence[str], *, fresh: bool = False
+    ) -> dict[str, str]:
+        calls["digest"] += len(paths)
+        return digest(tag, paths, fresh=fresh)
 
     def counting_read(tag: ReleaseTag, path: str, limit: int) -> bytes:
         calls["read"] += 1

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.domain.files import Listing
+from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.errors import StateFileError
 from bot.journal.reader import LogReader
@@ -149,7 +149,8 @@ class LoopClock:
 async def test_the_wait_looks_every_interval_until_the_state_is_reached() -> None:
     late = release(ready=False, roles={"macos": {"state": "incomplete"}})
     source = Script([None, late, late, release()])
-    clock, lines = LoopClock(), []
+    clock = LoopClock()
+    lines: list[str] = []
     result = await wait(
         source,
         TAG,
@@ -189,7 +190,8 @@ async def test_a_failing_first_look_is_an_error_and_later_failures_are_waited_ou
         )
     down = LookFailed("The board cannot be reached.")
     source = Script([release(ready=False), down, down, release()])
-    clock, lines = LoopClock(), []
+    clock = LoopClock()
+    lines: list[str] = []
     result = await wait(
         source,
         TAG,
@@ -215,7 +217,7 @@ class CountingStorage(LocalStorage):
         self.listings = 0
         self.hashed: list[str] = []
 
-    def list_staging(self, tag: ReleaseTag) -> Listing | None:
+    def list_staging(self, tag: ReleaseTag) -> dict[str, StagedFile] | None:
         self.listings += 1
         return super().list_staging(tag)
 
@@ -283,7 +285,8 @@ async def test_a_touched_file_is_hashed_once_and_its_claim_still_counts(world: W
     os.utime(touched, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
     waiting, counting = source(world, Until.PUBLISHABLE)
     seen = await waiting.look()
-    assert seen is not None and seen["publishable"], seen["blockers"]
+    assert seen is not None
+    assert seen["publishable"], seen["blockers"]
     world.clock.advance(world.config.model.poll_interval)
     await waiting.look()
     assert counting.listings == 2 and counting.hashed == ["python-3.14.1.exe"]

@@ -11,7 +11,9 @@ from typing import IO, TypeVar
 T = TypeVar("T")
 
 
-def wait_until(what: str, probe: Callable[[], T], timeout: float = 30.0, every: float = 0.05) -> T:
+def wait_until(
+    what: str, probe: Callable[[], T | None], timeout: float = 30.0, every: float = 0.05
+) -> T:
     """Call ``probe`` until it returns something true, and return that; raises
     :class:`AssertionError` naming ``what`` once ``timeout`` seconds have passed."""
     deadline = time.monotonic() + timeout

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from adapters.discord.platform import DiscordPlatform
-from tests.conftest import World
+from bot.ports import Chat
+from tests.conftest import BaseWorld, RecordingChat
 from tests.discord.mock_discord import MockDiscord
 
 GUILD = 700000000000000001
@@ -60,7 +61,7 @@ DISCORD_TEAM_TOML = """
 """
 
 
-class DiscordWorld(World):
+class DiscordWorld(BaseWorld[Chat]):
     """World's folders, clock and state, with a team that has Discord IDs and a ``[discord]``
     table pointing at the mock."""
 
@@ -76,7 +77,8 @@ class DiscordWorld(World):
             ned=NED,
             slack_steve=SLACK_STEVE,
         )
-        super().__init__(root, extra_toml, team_toml=toml)
+        # Records until a test gives it its platform's channel.
+        super().__init__(root, extra_toml, team_toml=toml, chat=RecordingChat())
 
     def platform(self) -> DiscordPlatform:
         """A new bot process's Discord platform (READY after a short wait for guilds)."""
@@ -104,7 +106,7 @@ def dworld(
 async def bot(dworld: DiscordWorld) -> AsyncIterator[DiscordPlatform]:
     """The Discord platform started on the world's gate, posting to the mock's channel."""
     platform = dworld.platform()
-    dworld.chat = platform.chat  # type: ignore[assignment]  # World records by default
+    dworld.chat = platform.chat
     await platform.start(dworld.start())
     yield platform
     await platform.stop()

@@ -249,7 +249,7 @@ async def plan_then_restart(
     """Stage, ready and plan with one bot process, stop it and start another on the same
     state; returns the plan message and the running second platform."""
     first = dworld.platform()
-    dworld.chat = first.chat  # type: ignore[assignment]
+    dworld.chat = first.chat
     await first.start(dworld.start())
     dworld.stage(TAG)
     await ready_all(mock)
@@ -258,7 +258,7 @@ async def plan_then_restart(
     assert mock.connected == 0
 
     second = dworld.platform()
-    dworld.chat = second.chat  # type: ignore[assignment]
+    dworld.chat = second.chat
     await second.start(dworld.start())
     return plan, second
 
@@ -315,7 +315,7 @@ async def test_a_claim_made_on_slack_shows_in_the_discord_summary_and_back(
         api_url=mock_slack.api_url,
     )
     discord = dworld.platform()
-    dworld.chat = FanoutChat([("slack", slack.chat), ("discord", discord.chat)])  # type: ignore[assignment]
+    dworld.chat = FanoutChat([("slack", slack.chat), ("discord", discord.chat)])
     gate = dworld.start()
     await slack.start(gate)
     await discord.start(gate)
@@ -343,7 +343,7 @@ async def test_a_claim_shows_in_the_discord_summary_next_to_another_channel(
 ) -> None:
     platform = dworld.platform()
     other = RecordingChat()
-    dworld.chat = FanoutChat([("discord", platform.chat), ("other", other)])  # type: ignore[assignment]
+    dworld.chat = FanoutChat([("discord", platform.chat), ("other", other)])
     gate = dworld.start()
     await platform.start(gate)
     try:

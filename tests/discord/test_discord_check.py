@@ -141,7 +141,7 @@ async def test_a_channel_the_bot_may_not_post_in_is_one_log_line_and_a_degraded_
     mock_discord.deny_in_channel(SEND_MESSAGES)
     platform = dworld.platform()
     chat = FanoutChat([("discord", platform.chat)])
-    dworld.chat = chat  # type: ignore[assignment]  # World records by default
+    dworld.chat = chat
     gate = dworld.start()
     gate.metrics.channels = chat.health
     port = free_port()
@@ -181,7 +181,7 @@ async def test_permissions_fixed_show_as_fixed_in_healthz_before_the_next_post(
     platform = dworld.platform()
     chat = FanoutChat([("discord", platform.chat)])
     chat.health.recheck_after = 0  # every /healthz looks again
-    dworld.chat = chat  # type: ignore[assignment]  # World records by default
+    dworld.chat = chat
     gate = dworld.start()
     gate.metrics.channels = chat.health
     port = free_port()

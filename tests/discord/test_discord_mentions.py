@@ -24,7 +24,7 @@ async def bot(dworld: DiscordWorld) -> AsyncIterator[DiscordPlatform]:
     platform = DiscordPlatform(
         TOKEN, settings, dworld.profile.roles, guild_ready_timeout=0.05, people=people
     )
-    dworld.chat = platform.chat  # type: ignore[assignment]  # World records by default
+    dworld.chat = platform.chat
     await platform.start(dworld.start())
     yield platform
     await platform.stop()

@@ -60,7 +60,7 @@ async def test_api_url_points_discord_py_there_while_running_only(
 ) -> None:
     before = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
     platform = dworld.platform()
-    dworld.chat = platform.chat  # type: ignore[assignment]
+    dworld.chat = platform.chat
     await platform.start(dworld.start())
     try:
         assert mock_discord.api_url.rstrip("/") == Route.BASE

@@ -39,7 +39,7 @@ async def signing_bot(
     extra = SIGNED_WITH_INSTANCE.format(require="true", trust_file="instance.json")
     world = DiscordWorld(tmp_path, mock_discord.api_url, extra)
     platform = world.platform()
-    world.chat = platform.chat  # type: ignore[assignment]
+    world.chat = platform.chat
     await platform.start(world.start())
     yield world
     await platform.stop()

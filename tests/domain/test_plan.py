@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -136,9 +137,7 @@ def test_the_digest_is_stable_for_the_same_files(cpython: Profile) -> None:
         {"target": "3.14.1/elsewhere.pkg"},
     ],
 )
-def test_the_digest_changes_when_any_file_changes(
-    cpython: Profile, change: dict[str, object]
-) -> None:
+def test_the_digest_changes_when_any_file_changes(cpython: Profile, change: dict[str, Any]) -> None:
     plan = plan_for(cpython, "3.14.1", EXTRAS)
     files = [
         dataclasses.replace(f, **change) if f.path == "python-3.14.1-macos11.pkg" else f

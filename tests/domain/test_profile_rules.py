@@ -4,6 +4,7 @@ and the errors a profile author reads."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from bot.domain.profile import FileKind, Profile, ProfileSpec, SidecarRule, load
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
 
-SPEC = {
+SPEC: dict[str, Any] = {  # a profile as its TOML reads: any JSON-like value
     "name": "widget",
     "indexes": ["index-*.json"],
     "signatures_since": "3.14",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from bot.domain.profile import Profile, ProfileSpec, load_profile
 from bot.domain.tags import ReleaseTag
 from bot.domain.windows_index import (
     IndexRules,
+    IndexVerdict,
     InvalidIndex,
     index_target,
     judge_index,
@@ -28,7 +30,7 @@ def judge(
     *,
     catalog: bool = True,
     manifest: bytes | None = manifest_bytes("3.14.2"),
-):  # type: ignore[no-untyped-def]
+) -> IndexVerdict:
     return judge_index(
         RULES, TAG, index=index, catalog_staged=catalog, live=live, manifest=manifest
     )
@@ -156,7 +158,7 @@ def test_a_plan_records_the_live_copy_it_replaces_and_is_bound_to_it() -> None:
     plan = PublishPlan(TAG, (exe, index))
     assert plan.replacements == (index,) and plan.promoted.files == (exe,)
     assert plan_from_json(TAG, plan_to_json(plan)) == plan
-    moved = PublishPlan(TAG, (exe, PlanFile(*[*vars(index).values()][:5], "c" * 64)))
+    moved = PublishPlan(TAG, (exe, dataclasses.replace(index, replaces="c" * 64)))
     assert moved.digest != plan.digest  # another live copy: another confirmation
     # A plan replacing nothing keeps the digest and the JSON it always had.
     assert "replaces" not in plan_to_json(PublishPlan(TAG, (exe,)))["files"][0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bot.domain.tags import ReleaseTag
-from bot.domain.windows_index import IndexRules, judge_index
+from bot.domain.windows_index import IndexRules, IndexVerdict, judge_index
 from tests.windows_index_data import index_bytes, installs, manifest_bytes
 
 RULES = IndexRules("index-windows.json", "windows", "windows-{tag}.json")
@@ -19,7 +19,7 @@ def judge(
     catalog: bool = True,
     live: bytes | None = LIVE,
     manifest: bytes | None = manifest_bytes("3.14.2"),
-):  # type: ignore[no-untyped-def]
+) -> IndexVerdict:
     return judge_index(
         RULES, TAG, index=index, catalog_staged=catalog, live=live, manifest=manifest
     )
@@ -38,7 +38,10 @@ def test_the_summary_of_a_blocked_index_gives_its_first_blocker() -> None:
 
 
 def test_the_summary_lists_each_version_of_the_release_the_index_holds() -> None:
-    release = [*installs("3.14.2"), {"id": "pythoncore-3.14-dbg", "sort-version": "3.14.2-dbg"}]
+    release: list[dict[str, object]] = [
+        *installs("3.14.2"),
+        {"id": "pythoncore-3.14-dbg", "sort-version": "3.14.2-dbg"},
+    ]
     verdict = judge(
         document(release + installs("3.14.1") + installs("3.14.0")), manifest=document(release)
     )

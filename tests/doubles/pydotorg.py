@@ -659,7 +659,8 @@ def _handle_v2(self: _Handler, path: str, query: Mapping[str, list[str]]) -> Non
     api = self.owner
     length = int(self.headers.get("Content-Length") or 0)
     raw = self.rfile.read(length) if length else b""
-    status, payload, headers = 500, None, {}
+    status, payload = 500, None
+    headers: dict[str, str] = {}
     user: str | None = None
     body: Any = None
     with api._lock:

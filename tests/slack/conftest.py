@@ -23,7 +23,7 @@ from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.ports import Chat
 from bot.storage.local import LocalStorage
-from tests.conftest import World
+from tests.conftest import BaseWorld
 from tests.slack.mock_web_api import TEAM, MockSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up secret, as in Slack's docs
@@ -89,7 +89,7 @@ class GatedStorage(LocalStorage):
         return super().list_staging(tag)
 
 
-class SlackWorld(World):
+class SlackWorld(BaseWorld[Chat]):
     """World's team and folders, with Slack IDs and the Slack channel as the release channel."""
 
     storage: GatedStorage

@@ -248,6 +248,7 @@ class MockSlack:
         problem = view_problem(view)
         if problem is not None:
             return await self._answer(call, 200, error=problem)
+        assert isinstance(view, dict)  # view_problem refuses anything else
         self.triggers.discard(trigger)
         self.views.append(view)
         return await self._answer(call, 200, view={**view, "id": f"V{len(self.views):04d}"})

@@ -81,9 +81,9 @@ async def test_after_published_the_uploader_can_change_no_public_byte_by_path(
             assert result.returncode != 0, f"the uploader could: {attempt}"
     else:
         with uploader.sftp(request.getfixturevalue("sshd")) as sftp:
-            for path, mode in ((str(tgz), "w"), (str(tgz), "a"), (f"{tgz.parent}/added.txt", "w")):
+            for name, mode in ((str(tgz), "w"), (str(tgz), "a"), (f"{tgz.parent}/added.txt", "w")):
                 with pytest.raises(PermissionError):
-                    sftp.open(path, mode).close()
+                    sftp.open(name, mode).close()
             with pytest.raises(PermissionError):
                 sftp.chmod(str(tgz), 0o666)
             with pytest.raises(OSError):

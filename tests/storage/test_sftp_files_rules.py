@@ -19,8 +19,7 @@ from bot.errors import StagingUnreachable, StorageError
 from bot.storage import walk
 from bot.storage.sftp import SftpStorage
 from tests.sshd import SSHD, SshServer
-from tests.storage.conftest import sftp_storage
-from tests.storage.test_sftp_check_rules import as_uploader
+from tests.storage.conftest import as_uploader, sftp_storage
 from tests.uploader import Uploader
 
 TAG = ReleaseTag.parse("3.14.0rc2")

@@ -126,6 +126,7 @@ def test_a_configured_bot_waits_10_s_for_the_handshake_as_the_readme_says(
         """)
     )
     storage = build_storage(load_config(config))
+    assert isinstance(storage, SftpStorage)  # kind = "sftp"
     started = time.monotonic()
     try:
         with pytest.raises(StagingUnreachable) as stopped:

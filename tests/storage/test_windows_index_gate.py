@@ -43,7 +43,11 @@ def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> StorageFacto
         made.append(sftp_storage(server, staging, public, _with(mixin, SftpStorage)))
         return made[-1]
 
-    request.addfinalizer(lambda: [s.close() for s in made])
+    def close_all() -> None:
+        for storage in made:
+            storage.close()
+
+    request.addfinalizer(close_all)
     return make  # type: ignore[return-value]
 
 
