@@ -199,6 +199,19 @@ SUITES = {
             "tests/test_state_disk_full.py",  # the journal cannot be written mid-publish
         ],
     ),
+    "signing": Suite(
+        "what counts as a valid signature, and the signatures the bot makes",
+        ["bot/signing/verifier.py", "bot/signing/signer.py"],
+        [
+            "tests/signatures",
+            "tests/test_gate_signatures.py",
+            "tests/test_sign.py",
+            "tests/test_sign_at_confirmation.py",
+            "tests/test_sign_in_the_flow.py",
+            "tests/test_sign_rehearsal.py",
+            "tests/storage/test_sign_over_sftp.py",
+        ],
+    ),
 }
 
 
