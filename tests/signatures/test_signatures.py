@@ -256,8 +256,10 @@ def test_one_flipped_artifact_byte_is_a_digest_mismatch(signed: Signed) -> None:
     result = check(signed, sha256=changed)
 
     assert result.status is SignatureStatus.INVALID
-    assert result.reason.startswith("digest mismatch: the file changed after it was signed")
-    assert changed[:12] in result.reason
+    assert result.reason == (
+        "digest mismatch: the file changed after it was signed "
+        f"(signed {signed.sha256[:12]}…, file {changed[:12]}…)"
+    )
 
 
 def test_a_bundle_of_another_file_is_a_digest_mismatch() -> None:
@@ -277,6 +279,47 @@ def test_a_tampered_signature_is_rejected() -> None:
 
     assert result.status is SignatureStatus.INVALID
     assert result.reason == "bad signature: the bundle's signature does not match the file"
+
+
+def without_its_digest(signed: Signed) -> bytes:
+    """The bundle without the digest it records (optional in the format): only the signature
+    over the file's digest is left to tell a changed file."""
+    document = json.loads(signed.bundle_bytes)
+    del document["messageSignature"]["messageDigest"]
+    return json.dumps(document).encode()
+
+
+def test_a_bundle_that_records_no_digest_still_names_a_changed_file() -> None:
+    assert check(STAGING_V3, bundle=without_its_digest(STAGING_V3)).status is (
+        SignatureStatus.VALID
+    )
+
+    result = check(STAGING_V3, sha256="ab" * 32, bundle=without_its_digest(STAGING_V3))
+
+    assert result == SignatureResult(
+        STAGING_V3.artifact,
+        SignatureStatus.INVALID,
+        "digest mismatch: the file changed after it was signed",
+    )
+
+
+def test_a_certificate_from_a_ca_the_root_does_not_trust_is_named(tmp_path: Path) -> None:
+    """The transparency log is the root's own, its certificate authorities are not the ones
+    that issued the signer's certificate (a private root written from two instances, or a
+    pinned root older than a rotation of the CA)."""
+    roots = Path(__file__).parents[2] / "bot" / "data" / "trusted_roots"
+    mixed = json.loads((roots / "staging.json").read_text())
+    production = json.loads((roots / "production.json").read_text())
+    mixed["certificateAuthorities"] = production["certificateAuthorities"]
+    root_file = tmp_path / "mixed_root.json"
+    root_file.write_text(json.dumps(mixed))
+
+    result = check(STAGING_V3, root=str(root_file))
+
+    assert result.reason == (
+        "wrong trust root: the certificate does not chain to mixed_root.json (or the pinned "
+        "root is out of date)"
+    )
 
 
 def test_the_old_v0_1_python_bundle_is_rejected_as_too_old() -> None:
@@ -370,9 +413,10 @@ def test_a_branch_without_a_signer_is_invalid() -> None:
 
     result = verifier.verify(TAG, "bundle_v3.txt", STAGING_V3.sha256, STAGING_V3.bundle_bytes)
 
-    assert result.status is SignatureStatus.INVALID
-    assert result.reason == (
-        "no signer configured for branch 3.14 (add it to [signatures] identities)"
+    assert result == SignatureResult(
+        "bundle_v3.txt",
+        SignatureStatus.INVALID,
+        "no signer configured for branch 3.14 (add it to [signatures] identities)",
     )
 
 
@@ -477,6 +521,47 @@ def test_the_cache_key_covers_bundle_artifact_and_signer(sigstore_calls: list[st
 
     assert len(sigstore_calls) == 4
     assert verifier.cache_info().hits == 1
+
+
+def test_a_result_cached_for_one_issuer_is_not_taken_for_another(
+    sigstore_calls: list[str],
+) -> None:
+    """One person, two branches, two logins: what is valid through one issuer is not
+    through the other, whatever was verified first."""
+    signer = {"3.14": WILLIAM, "3.15": ("william@yossarian.net", GOOGLE)}
+    verifier = SigstoreVerifier("staging", lambda tag: signer.get(tag.branch))
+    bundle, sha = STAGING_V3.bundle_bytes, STAGING_V3.sha256
+
+    first = verifier.verify(TAG, "a.txt", sha, bundle)
+    other = verifier.verify(ReleaseTag.parse("3.15.0"), "a.txt", sha, bundle)
+
+    assert first.status is SignatureStatus.VALID
+    assert other.reason == (
+        f"wrong issuer for william@yossarian.net: expected {GOOGLE}, found {GITHUB_OAUTH}"
+    )
+    assert len(sigstore_calls) == 2
+
+
+def test_the_cache_keeps_the_newest_results_within_its_limit(
+    sigstore_calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bot.signing.verifier._CACHE_LIMIT", 2)
+    verifier = verifier_for("staging", WILLIAM)
+    looks = [
+        (STAGING_V3.sha256, STAGING_V3.bundle_bytes),
+        (STAGING_V3_ALT.sha256, STAGING_V3_ALT.bundle_bytes),
+        (STAGING_V3.sha256, without_its_digest(STAGING_V3)),
+    ]
+    for sha, bundle in looks:
+        assert verifier.verify(TAG, "a.txt", sha, bundle).status is SignatureStatus.VALID
+    assert verifier.cache_info().size == 2
+
+    verifier.verify(TAG, "a.txt", *looks[2])  # the newest: still cached
+    verifier.verify(TAG, "a.txt", *looks[0])  # the oldest: dropped, verified again
+
+    assert len(sigstore_calls) == 4
+    info = verifier.cache_info()
+    assert (info.hits, info.misses, info.size) == (1, 4, 2)
 
 
 def test_a_cached_result_carries_the_path_asked_for() -> None:
