@@ -79,11 +79,12 @@ class _Verdict:
 
 @dataclass(frozen=True)
 class _CacheKey:
+    """What a verdict depends on, besides the trusted root (one per verifier and its cache)."""
+
     bundle_sha256: str
     artifact_sha256: str
     identity: str
     issuer: str
-    trust_root_sha256: str
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,6 @@ class _Root:
     label: str  # "production", "staging" or the file's name
     trusted_root: TrustedRoot
     log_ids: frozenset[bytes]  # key ids of the transparency logs it trusts
-    sha256: str  # of the JSON, so a cache never mixes roots
 
 
 class SigstoreVerifier:
@@ -155,7 +155,6 @@ class SigstoreVerifier:
             artifact_sha256=sha256.lower(),
             identity=identity,
             issuer=issuer,
-            trust_root_sha256=self._root.sha256,
         )
         with self._lock:
             cached = self._cache.get(key)
@@ -310,7 +309,6 @@ def _read_root(file: Path, label: str) -> _Root:
         label=label,
         trusted_root=trusted_root,
         log_ids=frozenset(key for key in ids if key is not None),
-        sha256=hashlib.sha256(text).hexdigest(),
     )
 
 
