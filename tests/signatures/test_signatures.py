@@ -333,6 +333,19 @@ def test_a_digest_recorded_under_another_algorithm_is_named_in_sigstores_words()
     assert result.reason == "verification failed: Bundle message digest mismatch"
 
 
+def test_a_recorded_digest_with_a_stray_character_is_read_as_sigstore_reads_it() -> None:
+    document = json.loads(STAGING_V3.bundle_bytes)
+    recorded = document["messageSignature"]["messageDigest"]["digest"]
+    document["messageSignature"]["messageDigest"]["digest"] = recorded[:-4] + "!" + recorded[-4:]
+
+    result = check(STAGING_V3, sha256="ab" * 32, bundle=json.dumps(document).encode())
+
+    assert result.reason == (
+        "digest mismatch: the file changed after it was signed "
+        f"(signed {STAGING_V3.sha256[:12]}…, file {'ab' * 6}…)"
+    )
+
+
 def test_the_old_v0_1_python_bundle_is_rejected_as_too_old() -> None:
     raw = (DATA / "Python-3.12.5.tgz.sigstore").read_bytes()
     # The fact this test is about: sigstore 4 refuses to load it at all.
