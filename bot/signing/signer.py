@@ -174,8 +174,8 @@ def identity_token(
     """One identity token: ``SIGSTORE_IDENTITY_TOKEN`` if set, else a login with the
     instance's OIDC provider: in a browser, or (``oob``, or by default in an SSH session
     without a display) by pasting a code into this terminal. Raises :class:`RelbotError`."""
+    raw = env.get(TOKEN_ENV, "").strip()
     try:
-        raw = env.get(TOKEN_ENV, "").strip()
         if raw:
             return IdentityToken(raw)
         issuer = Issuer(trust.signing_config.get_oidc_url())
@@ -185,7 +185,7 @@ def identity_token(
             )
         return issuer.identity_token(force_oob=oob)
     except (*_SIGNING_ERRORS, IssuerError) as err:
-        where = f"{TOKEN_ENV}" if env.get(TOKEN_ENV) else "the login"
+        where = TOKEN_ENV if raw else "the login"  # a blank variable is no token: not used
         raise RelbotError(f"No identity token from {where}: {_first_line(err)}.") from err
 
 
