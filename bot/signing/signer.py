@@ -41,7 +41,7 @@ from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.ports import SignatureVerifier, Storage
-from bot.signing.verifier import PINNED_ROOTS, is_client_trust_config
+from bot.signing.verifier import PINNED_ROOTS, first_line, is_client_trust_config
 
 __all__ = [
     "SIDECARS",
@@ -70,6 +70,7 @@ _SIGNING_ERRORS = (
     RekorClientError,
 )
 _PARALLEL = 8  # transparency-log round trips in flight, as `sigstore sign` does
+_REASON_LIMIT = 200  # characters of an error kept in a signing failure's reason
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,8 @@ def load_signing_trust(setting: str) -> ClientTrustConfig:
             return ClientTrustConfig.staging()
         except (SigstoreError, OSError) as err:
             raise ConfigError(
-                f"Cannot fetch Sigstore {setting}'s trust config ({_first_line(err)})."
+                f"Cannot fetch Sigstore {setting}'s trust config "
+                f"({first_line(err, _REASON_LIMIT)})."
             ) from err
     path = Path(setting)
     try:
@@ -163,7 +165,7 @@ def load_signing_trust(setting: str) -> ClientTrustConfig:
     except (SigstoreError, ValueError) as err:
         raise ConfigError(
             f"signatures.trusted_root: {path.name} is not a usable client trust config "
-            f"({_first_line(err)})."
+            f"({first_line(err, _REASON_LIMIT)})."
         ) from err
     return trust
 
@@ -186,7 +188,8 @@ def identity_token(
         return issuer.identity_token(force_oob=oob)
     except (*_SIGNING_ERRORS, IssuerError) as err:
         where = TOKEN_ENV if raw else "the login"  # a blank variable is no token: not used
-        raise RelbotError(f"No identity token from {where}: {_first_line(err)}.") from err
+        reason = first_line(err, _REASON_LIMIT)
+        raise RelbotError(f"No identity token from {where}: {reason}.") from err
 
 
 def sign_release(
@@ -295,7 +298,7 @@ def sign_digests(
                 try:
                     return path, signer.sign_artifact(hashed)
                 except _SIGNING_ERRORS as err:
-                    return path, f"signing failed: {_first_line(err)}"
+                    return path, f"signing failed: {first_line(err, _REASON_LIMIT)}"
 
             for path, result in pool.map(one, list(digests)):
                 if isinstance(result, str):
@@ -304,7 +307,7 @@ def sign_digests(
                     bundles[path] = result
     except _SIGNING_ERRORS as err:
         # No certificate: the login was refused, or the CA is unreachable.
-        raise SigningError(f"no signing certificate ({_first_line(err)})") from err
+        raise SigningError(f"no signing certificate ({first_line(err, _REASON_LIMIT)})") from err
     return bundles, failed
 
 
@@ -326,9 +329,3 @@ def _write(storage: Storage, tag: ReleaseTag, path: str, bundle: Bundle, listing
     for suffix in SIDECARS:
         target = path + suffix
         storage.write(tag, target, contents[suffix], replace=target in listing)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    line = text[0] if text else type(err).__name__
-    return line if len(line) <= 200 else line[:199] + "…"

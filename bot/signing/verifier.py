@@ -43,7 +43,13 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError
 from bot.ports import SignatureResult, SignatureStatus
 
-__all__ = ["PINNED_ROOTS", "CacheInfo", "SigstoreVerifier", "is_client_trust_config"]
+__all__ = [
+    "PINNED_ROOTS",
+    "CacheInfo",
+    "SigstoreVerifier",
+    "first_line",
+    "is_client_trust_config",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -188,7 +194,7 @@ class SigstoreVerifier:
         try:
             bundle = Bundle.from_json(raw)
         except IncompatibleEntry as err:
-            return _invalid(f"unsupported bundle: {_first_line(err)}")
+            return _invalid(f"unsupported bundle: {first_line(err)}")
         except InvalidBundle as err:
             if media_type == _BUNDLE_V01:
                 # sigstore 4 wants an inclusion proof with a checkpoint, which v0.1 bundles
@@ -199,7 +205,7 @@ class SigstoreVerifier:
                 )
             return _invalid(f"malformed bundle: {_pydantic_summary(err)}")
         except ValueError as err:  # e.g. a certificate that is not DER
-            return _invalid(f"malformed bundle: {_first_line(err)}")
+            return _invalid(f"malformed bundle: {first_line(err)}")
 
         hashed = Hashed(algorithm=HashAlgorithm.SHA2_256, digest=digest)
         try:
@@ -211,7 +217,7 @@ class SigstoreVerifier:
             return _invalid(self._explain(err, document, bundle, digest, identity, issuer))
         except (Error, ValueError, x509.ExtensionNotFound) as err:
             # Structurally broken material that sigstore's parser let through.
-            return _invalid(f"malformed bundle: {_first_line(err)}")
+            return _invalid(f"malformed bundle: {first_line(err)}")
         return _Verdict(SignatureStatus.VALID)
 
     def _explain(
@@ -264,7 +270,7 @@ class SigstoreVerifier:
             return f"digest mismatch: the file changed after it was signed{shown}"
         if "invalid for input" in str(err):
             return "bad signature: the bundle's signature does not match the file"
-        return f"verification failed: {_first_line(err)}"
+        return f"verification failed: {first_line(err)}"
 
 
 def _invalid(reason: str) -> _Verdict:
@@ -299,7 +305,7 @@ def _read_root(file: Path, label: str) -> _Root:
     except (OSError, ValueError, RecursionError, Error) as err:
         raise ConfigError(
             f"signatures.trusted_root: {label} is not a usable trusted_root.json "
-            f"or client trust config ({_first_line(err)})."
+            f"or client trust config ({first_line(err)})."
         ) from err
     tlogs = _dig(document, "tlogs")
     ids = (
@@ -395,10 +401,12 @@ def _pydantic_summary(err: Exception) -> str:
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     if len(lines) >= 3 and "validation error" in lines[0]:
         return f"{lines[1]}: {lines[2].split(' [type=')[0]}"
-    return _first_line(err)
+    return first_line(err)
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException, limit: int = 160) -> str:
+    """An error as a reason people read: its first line (its type's name when it says
+    nothing), cut to ``limit`` characters."""
     text = str(err).strip().splitlines()
     line = text[0] if text else type(err).__name__
-    return line if len(line) <= 160 else line[:159] + "…"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
