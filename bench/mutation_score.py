@@ -209,6 +209,7 @@ SUITES = {
             "tests/test_sign_at_confirmation.py",
             "tests/test_sign_in_the_flow.py",
             "tests/test_sign_rehearsal.py",
+            "tests/test_signer_rules.py",
             "tests/storage/test_sign_over_sftp.py",
         ],
     ),
