@@ -410,6 +410,15 @@ def test_a_bundle_missing_a_field_names_the_field() -> None:
     assert result.reason == "malformed bundle: verificationMaterial: Field required"
 
 
+def test_a_bundle_without_its_log_entry_is_malformed_in_sigstores_words() -> None:
+    document = json.loads(STAGING_V3.bundle_bytes)
+    document["verificationMaterial"]["tlogEntries"] = []
+
+    result = check(STAGING_V3, bundle=json.dumps(document).encode())
+
+    assert result.reason == "malformed bundle: expected exactly one log entry in bundle"
+
+
 def test_a_bundle_with_a_broken_certificate_is_malformed() -> None:
     document = json.loads(STAGING_V3.bundle_bytes)
     document["verificationMaterial"]["certificate"]["rawBytes"] = base64.b64encode(
