@@ -66,6 +66,7 @@ _CLIENT_TRUST_CONFIG = "application/vnd.dev.sigstore.clienttrustconfig"
 _KNOWN_MEDIA_TYPES = frozenset(kind.value for kind in Bundle.BundleType)
 # Results are tiny, but a long-running bot sees many bundles: keep the newest ones.
 _CACHE_LIMIT = 4096
+_REASON_LIMIT = 160  # characters of an error kept in a reason
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ class SigstoreVerifier:
         try:
             bundle = Bundle.from_json(raw)
         except IncompatibleEntry as err:
-            return _invalid(f"unsupported bundle: {first_line(err)}")
+            return _invalid(f"unsupported bundle: {first_line(err, _REASON_LIMIT)}")
         except InvalidBundle as err:
             if media_type == _BUNDLE_V01:
                 # sigstore 4 wants an inclusion proof with a checkpoint, which v0.1 bundles
@@ -205,7 +206,7 @@ class SigstoreVerifier:
                 )
             return _invalid(f"malformed bundle: {_pydantic_summary(err)}")
         except ValueError as err:  # e.g. a certificate that is not DER
-            return _invalid(f"malformed bundle: {first_line(err)}")
+            return _invalid(f"malformed bundle: {first_line(err, _REASON_LIMIT)}")
 
         hashed = Hashed(algorithm=HashAlgorithm.SHA2_256, digest=digest)
         try:
@@ -217,7 +218,7 @@ class SigstoreVerifier:
             return _invalid(self._explain(err, document, bundle, digest, identity, issuer))
         except (Error, ValueError, x509.ExtensionNotFound) as err:
             # Structurally broken material that sigstore's parser let through.
-            return _invalid(f"malformed bundle: {first_line(err)}")
+            return _invalid(f"malformed bundle: {first_line(err, _REASON_LIMIT)}")
         return _Verdict(SignatureStatus.VALID)
 
     def _explain(
@@ -270,7 +271,7 @@ class SigstoreVerifier:
             return f"digest mismatch: the file changed after it was signed{shown}"
         if "invalid for input" in str(err):
             return "bad signature: the bundle's signature does not match the file"
-        return f"verification failed: {first_line(err)}"
+        return f"verification failed: {first_line(err, _REASON_LIMIT)}"
 
 
 def _invalid(reason: str) -> _Verdict:
@@ -305,7 +306,7 @@ def _read_root(file: Path, label: str) -> _Root:
     except (OSError, ValueError, RecursionError, Error) as err:
         raise ConfigError(
             f"signatures.trusted_root: {label} is not a usable trusted_root.json "
-            f"or client trust config ({first_line(err)})."
+            f"or client trust config ({first_line(err, _REASON_LIMIT)})."
         ) from err
     tlogs = _dig(document, "tlogs")
     ids = (
@@ -401,10 +402,10 @@ def _pydantic_summary(err: Exception) -> str:
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     if len(lines) >= 3 and "validation error" in lines[0]:
         return f"{lines[1]}: {lines[2].split(' [type=')[0]}"
-    return first_line(err)
+    return first_line(err, _REASON_LIMIT)
 
 
-def first_line(err: BaseException, limit: int = 160) -> str:
+def first_line(err: BaseException, limit: int) -> str:
     """An error as a reason people read: its first line (its type's name when it says
     nothing), cut to ``limit`` characters."""
     text = str(err).strip().splitlines()
