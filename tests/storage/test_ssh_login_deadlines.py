@@ -41,6 +41,11 @@ def first_look(server: SshServer, tmp_path: Path, *, port: int | None = None) ->
         str(tmp_path / "public"),
         connect_timeout=DEADLINE,
     )
+    return look(storage)
+
+
+def look(storage: SftpStorage) -> tuple[str, float]:
+    """The sentence ``storage``'s first look at staging stops with, and how long it took."""
     started = time.monotonic()
     try:
         with pytest.raises(StagingUnreachable) as stopped:
@@ -127,15 +132,10 @@ def test_a_configured_bot_waits_10_s_for_the_handshake_as_the_readme_says(
     )
     storage = build_storage(load_config(config))
     assert isinstance(storage, SftpStorage)  # kind = "sftp"
-    started = time.monotonic()
-    try:
-        with pytest.raises(StagingUnreachable) as stopped:
-            storage.staged_tags()
-    finally:
-        storage.close()
-    took = time.monotonic() - started
 
-    assert str(stopped.value) == (
+    message, took = look(storage)
+
+    assert message == (
         f"Cannot reach [127.0.0.1]:{stopped_sshd.port} (no SSH handshake within 10 s); check "
         "the host, the port and the network."
     )
