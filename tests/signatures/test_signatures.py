@@ -419,6 +419,17 @@ def test_a_bundle_without_its_log_entry_is_malformed_in_sigstores_words() -> Non
     assert result.reason == "malformed bundle: expected exactly one log entry in bundle"
 
 
+def test_a_log_entry_of_a_version_sigstore_cannot_check_is_unsupported() -> None:
+    document = json.loads(STAGING_V3.bundle_bytes)
+    document["verificationMaterial"]["tlogEntries"][0]["kindVersion"]["version"] = "9.9.9"
+
+    result = check(STAGING_V3, bundle=json.dumps(document).encode())
+
+    assert result.reason == (
+        "unsupported bundle: Expected log entry version 0.0.1 - 0.0.2, got 9.9.9"
+    )
+
+
 def test_a_bundle_with_a_broken_certificate_is_malformed() -> None:
     document = json.loads(STAGING_V3.bundle_bytes)
     document["verificationMaterial"]["certificate"]["rawBytes"] = base64.b64encode(
