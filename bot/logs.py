@@ -80,3 +80,8 @@ def setup_logging(level: str, fmt: str) -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler], force=True)
+    # paramiko's transport thread logs a connection it gave up on (a server that sends no
+    # banner) as some twenty ERROR lines of traceback, while the bot says the same in one
+    # sentence per attempt: its own lines are kept for the debug level.
+    paramiko = logging.getLogger("paramiko")
+    paramiko.setLevel(logging.NOTSET if level.upper() == "DEBUG" else logging.CRITICAL)
