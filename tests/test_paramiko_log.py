@@ -52,6 +52,7 @@ def log_of_one_attempt(level: str, port: int, tmp_path: Path) -> str:
     saved = root.handlers[:], root.level, logging.getLogger("paramiko").level
     stream = io.StringIO()
     stderr, sys.stderr = sys.stderr, stream
+    before = set(threading.enumerate())  # other tests' connections may still be open
     try:
         setup_logging(level, "text")
         storage = SftpStorage(
@@ -66,7 +67,7 @@ def log_of_one_attempt(level: str, port: int, tmp_path: Path) -> str:
         )
         with pytest.raises(StagingUnreachable):
             storage.staged_tags()
-        for thread in threading.enumerate():  # paramiko's thread logs as it ends
+        for thread in set(threading.enumerate()) - before:  # paramiko's logs as it ends
             if isinstance(thread, paramiko.Transport):
                 thread.join(timeout=10)
     finally:
