@@ -13,12 +13,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import paramiko
 import pytest
 
-from bot.errors import StagingUnreachable
 from bot.logs import setup_logging
 from bot.storage.sftp import SftpStorage
+from tests.storage.test_ssh_login_deadlines import look
 
 
 @pytest.fixture
@@ -52,7 +51,6 @@ def log_of_one_attempt(level: str, port: int, tmp_path: Path) -> str:
     saved = root.handlers[:], root.level, logging.getLogger("paramiko").level
     stream = io.StringIO()
     stderr, sys.stderr = sys.stderr, stream
-    before = set(threading.enumerate())  # other tests' connections may still be open
     try:
         setup_logging(level, "text")
         storage = SftpStorage(
@@ -65,11 +63,7 @@ def log_of_one_attempt(level: str, port: int, tmp_path: Path) -> str:
             "/srv/public",
             connect_timeout=1.0,
         )
-        with pytest.raises(StagingUnreachable):
-            storage.staged_tags()
-        for thread in set(threading.enumerate()) - before:  # paramiko's logs as it ends
-            if isinstance(thread, paramiko.Transport):
-                thread.join(timeout=10)
+        look(storage)  # and its paramiko thread, which logs as it ends, waited for
     finally:
         sys.stderr = stderr
         root.handlers[:], root.level = saved[0], saved[1]
