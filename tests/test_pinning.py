@@ -252,13 +252,15 @@ class Crowded(LocalStorage):
     running = 0
     most = 0
 
-    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+    def promote(
+        self, plan: PublishPlan, *, public_before: Sequence[str] = (), recheck: bool = False
+    ) -> PromotionReport:
         with Crowded.guard:
             Crowded.running += 1
             Crowded.most = max(Crowded.most, Crowded.running)
         try:
             time.sleep(0.2)
-            return super().promote(plan, public_before=public_before)
+            return super().promote(plan, public_before=public_before, recheck=recheck)
         finally:
             with Crowded.guard:
                 Crowded.running -= 1

@@ -71,10 +71,14 @@ class Storage(Protocol):
         earlier one first. The staged originals are left as they are."""
         ...
 
-    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+    def promote(
+        self, plan: PublishPlan, *, public_before: Sequence[str] = (), recheck: bool = False
+    ) -> PromotionReport:
         """Make the bot's copies of the plan public, all at once where possible; idempotent.
         Then check every public file against the bot's copy (by identity, by hash where
-        identity cannot tell): the report's ``problems``.
+        identity cannot tell): the report's ``problems``. With ``recheck`` (copies made by an
+        earlier process or before a stop) the copies, and the files an earlier attempt made
+        public, are hashed again before anything moves.
 
         Raises ``PublishStopped`` when a copy is missing or changed or the work folder is not
         the bot's, ``PromotionConflict`` when a public file would be overwritten (``moved``

@@ -199,10 +199,14 @@ class LocalStorage:
             lambda: freezer.add_copies(self._fs, self._places, plan, made),
         )
 
-    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+    def promote(
+        self, plan: PublishPlan, *, public_before: Sequence[str] = (), recheck: bool = False
+    ) -> PromotionReport:
         return _wrapped(
             f"publish {plan.tag}",
-            lambda: promotion.promote(self._fs, self._places, plan, public_before=public_before),
+            lambda: promotion.promote(
+                self._fs, self._places, plan, public_before=public_before, recheck=recheck
+            ),
         )
 
     def overlap_on_server(self) -> str | None:

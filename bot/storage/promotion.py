@@ -52,9 +52,19 @@ class FrozenMismatch(PublishStopped):
 
 
 def promote(
-    fs: FileSystem, places: Places, plan: PublishPlan, *, public_before: Sequence[str] = ()
+    fs: FileSystem,
+    places: Places,
+    plan: PublishPlan,
+    *,
+    public_before: Sequence[str] = (),
+    recheck: bool = False,
 ) -> PromotionReport:
     """Make the bot's copies of ``plan`` public; idempotent, so a resumed promotion finishes.
+
+    With ``recheck`` (the copies were made by an earlier process, or before a stop: time has
+    passed since they were hashed), every copy still waiting and every target an earlier
+    attempt made public is hashed again just before the first move: identity (inode, owner,
+    mode, size) cannot see bytes rewritten in place.
 
     Raises :class:`FrozenMismatch` when a copy is missing or changed, ``WorkAreaUntrusted``
     when the work folder is not the bot's, :class:`PromotionConflict` when a target is public
@@ -76,6 +86,9 @@ def promote(
     _check_present(fs, places, present, copies, record, moved=resumed)
     renames, singles, leftovers = _moves(fs, places, plan, listed, copies)
     _try_writing(fs, renames, singles)
+    if recheck:
+        waiting = [f for f in plan.files if copies[f] is not None and f not in present]
+        _rehash(fs, places, plan, waiting, [f for f in present if f.target not in before])
     touched = Touched()
     where = places.public  # the public folder being written, for the message of a failure
     try:
@@ -153,6 +166,26 @@ def _check_present(
                 moved=moved,
                 target=f.target,
             )
+
+
+def _rehash(
+    fs: FileSystem,
+    places: Places,
+    plan: PublishPlan,
+    waiting: list[PlanFile],
+    moved: list[PlanFile],
+) -> None:
+    """Hash afresh the copies about to move (``waiting``) and the targets an earlier attempt
+    made public (``moved``); raise :class:`FrozenMismatch` naming those whose bytes are not
+    the confirmed ones (nothing has moved in this attempt yet)."""
+    paths = {places.tree(plan.tag, f.target): f for f in waiting}
+    paths |= {places.target(f): f for f in moved}
+    digests = fs.hash(list(paths)) if paths else {}
+    changed = [f for path, f in paths.items() if digests[path] != f.sha256]
+    if changed:
+        raise FrozenMismatch(
+            [f"the bot's copy of {f.path} changed" for f in changed], [f.path for f in changed]
+        )
 
 
 def _moves(

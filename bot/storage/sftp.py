@@ -259,13 +259,15 @@ class SftpStorage:
             lambda conn: freezer.targets_in_public(self._fs(conn), self._places, plan),
         )
 
-    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+    def promote(
+        self, plan: PublishPlan, *, public_before: Sequence[str] = (), recheck: bool = False
+    ) -> PromotionReport:
         """Make the bot's copies public (see :func:`bot.storage.promotion.promote`);
         :class:`StagingUnreachable` when the connection drops (run it again)."""
         return self._ssh.call(
             f"publish {plan.tag}",
             lambda conn: promotion.promote(
-                self._fs(conn), self._places, plan, public_before=public_before
+                self._fs(conn), self._places, plan, public_before=public_before, recheck=recheck
             ),
         )
 

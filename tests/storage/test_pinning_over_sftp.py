@@ -22,9 +22,11 @@ class ServerGoneBeforePromotion(SftpStorage):
 
     server: SshServer
 
-    def promote(self, plan: PublishPlan, *, public_before: Sequence[str] = ()) -> PromotionReport:
+    def promote(
+        self, plan: PublishPlan, *, public_before: Sequence[str] = (), recheck: bool = False
+    ) -> PromotionReport:
         self.server.stop()
-        return super().promote(plan, public_before=public_before)
+        return super().promote(plan, public_before=public_before, recheck=recheck)
 
 
 async def test_a_staged_file_overwritten_while_the_server_was_down_is_never_published(
@@ -104,3 +106,30 @@ async def test_abort_over_sftp_drops_the_copies_and_keeps_a_newer_upload(
     assert world.public_files() == {"3.14.1"}
     refused = await world.say("hugo", "/abort 3.14.1")
     assert refused.private and "no confirmed publish" in refused.text
+
+
+async def test_a_copy_rewritten_in_place_while_stopped_is_hashed_on_the_server_and_refused(
+    tmp_path: Path, sshd: SshServer
+) -> None:
+    world = sftp_world(tmp_path, sshd)
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+    line = await world.plan("3.14.1")
+    world.public.mkdir(parents=True, exist_ok=True)
+    (world.public / "3.14.1").write_text("not a folder")
+    reply = await world.say("hugo", line)
+    assert reply.private and "did not finish" in reply.text, reply.text
+    copy = world.public.parent / ".relbot-public" / "frozen" / "3.14.1" / "tree" / "3.14.1" / PKG
+    with copy.open("r+b") as f:  # same inode, owner, mode and size: only the bytes differ
+        f.write(b"EVIL")
+
+    (world.public / "3.14.1").unlink()
+    world.start()
+    await world.gate.scan()
+    await world.gate.scan()
+
+    assert world.events("3.14.1", EventKind.PUBLISHED) == []
+    assert world.events("3.14.1", EventKind.STOPPED) == ["stopped"]
+    assert not (world.public / "3.14.1").exists()
+    told = [n for n in world.chat.texts(ChannelKind.NOTICE) if "stopped at promote" in n]
+    assert f"the bot's copy of {PKG} changed" in told[-1], told

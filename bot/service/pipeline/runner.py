@@ -108,14 +108,16 @@ class Pipeline:
         names = windows_index.pipeline_for(plan, PIPELINE)
         if state.to_sign:  # confirmed with a login: the bot's copies are signed first
             names = (names[0], sign.NAME, *names[1:])
+        copies_fresh = False  # made by this run's own freeze, from its start
         try:
             for name in names:
                 if name in state.steps_done:
                     continue
-                if state.step_started != name:
+                resumed = state.step_started == name
+                if not resumed:
                     self._store.append(tag, BOT, EventKind.STEP_STARTED, step=name)
                 try:
-                    detail = await self.steps[name].run(Run(plan, state))
+                    detail = await self.steps[name].run(Run(plan, state, copies_fresh))
                 except StagedChanged as err:
                     return await self._undo(state, err, withdraw=list(err.paths))
                 except sign.SigningFailed as err:
@@ -135,6 +137,8 @@ class Pipeline:
                 except (RelbotError, OSError) as err:
                     return await self._wait(state, name, err)
                 self._store.append(tag, BOT, EventKind.STEP_DONE, step=name, detail=detail)
+                if name == "freeze":  # a resumed freeze kept copies made before
+                    copies_fresh = not resumed
                 state = self._store.release(tag)  # a step may add to the plan (signatures)
                 assert state.publishing is not None
                 plan = state.publishing

@@ -60,10 +60,13 @@ PIPELINE = ("freeze", "promote", "register", "purge", *announcing.STEPS, "announ
 
 @dataclass(frozen=True)
 class Run:
-    """One attempt at one step: the plan, and the release as journaled before it."""
+    """One attempt at one step: the plan, and the release as journaled before it.
+    ``copies_fresh``: the bot's copies were all made by this run's own freeze, moments ago
+    (else time has passed since they were hashed: a restart, a stop, a retry)."""
 
     plan: PublishPlan
     state: ReleaseState
+    copies_fresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,12 @@ class Promote:
             for folder in public_folders(plan):
                 await stack.enter_async_context(self._public_locks.hold(folder))
             report = await asyncio.to_thread(
-                functools.partial(storage.promote, plan, public_before=run.state.public_before)
+                functools.partial(
+                    storage.promote,
+                    plan,
+                    public_before=run.state.public_before,
+                    recheck=not run.copies_fresh,
+                )
             )
         if report.problems:
             self._metrics.public_mismatches += 1
