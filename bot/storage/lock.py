@@ -25,6 +25,7 @@ holder is gone is moved aside and taken:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -88,19 +89,26 @@ class Lease:
         self.holder = holder
         self._run = run
         self._clock = clock
+        # One operation at a time: the publishes of several releases each renew before they
+        # move anything, in threads of their own, and two renewals writing the lock file at
+        # once collided on its temporary name (a confirmation refused, "lock.new: File exists").
+        self._guard = threading.Lock()
 
     def acquire(self) -> None:
         """Take the lock now, or take over one whose holder is gone; raises
         :class:`StorageLocked` naming a live holder."""
-        self._run(f"lock {self.path}", self._acquire)
+        with self._guard:
+            self._run(f"lock {self.path}", self._acquire)
 
     def renew(self) -> None:
         """Heartbeat, and confirm this process still holds the lock; raises
         :class:`StorageLocked` naming the holder when another bot holds it now."""
-        self._run(f"renew the lock {self.path}", self._renew)
+        with self._guard:
+            self._run(f"renew the lock {self.path}", self._renew)
 
     def release(self) -> None:
-        self._run(f"unlock {self.path}", self._release)
+        with self._guard:
+            self._run(f"unlock {self.path}", self._release)
 
     def _acquire(self, fs: FileSystem) -> None:
         check_work(fs, self.places, create=True)

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -253,3 +254,32 @@ def test_over_sftp_a_bot_that_lost_the_lock_takes_it_again_once_the_other_stops(
     with pytest.raises(StorageLocked, match="pid 4242"):
         sftp_storage(sshd, staging, public).lock(holder("/srv/c/state.db", pid=888))
     first.release()
+
+
+def test_renewals_at_the_same_moment_from_several_publishes_all_succeed(
+    backend: Backend,
+) -> None:
+    """Five releases confirmed in the same second each renew the lock before moving
+    anything, each from a thread of its own: none may be refused by another's renewal."""
+    lease = backend.make().lock(holder("/srv/a/state.db"))
+    start = threading.Barrier(5)
+    failures: list[BaseException] = []
+
+    def renew() -> None:
+        start.wait()
+        try:
+            for _ in range(20):
+                lease.renew()
+        except BaseException as err:  # noqa: BLE001 - the test reports whatever it was
+            failures.append(err)
+
+    threads = [threading.Thread(target=renew) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    try:
+        assert failures == []
+        assert Holder.from_bytes(lock_file(backend).read_bytes()) is not None
+    finally:
+        lease.release()
