@@ -15,6 +15,7 @@ from bot.ports.messages import ChannelKind, ChannelMessage, Once
 from tests.announcing.dying_bot import MOMENTS, Died, died, dying
 from tests.slack.conftest import CHANNEL, HUGO, Workspace
 from tests.slack.mock_web_api import MockSlack
+from tests.slack.test_slack_check import check, platform_on
 
 TAG = "3.14.1"
 
@@ -89,3 +90,18 @@ async def test_slack_shows_a_message_s_metadata_in_its_history_only_when_asked(
 
     assert [m.get("metadata") for m in plain["messages"]] == [None]
     assert [m.get("metadata") for m in asked["messages"]] == [metadata]
+
+
+@pytest.mark.parametrize(
+    ("private", "scope"), [(False, "channels:history"), (True, "groups:history")]
+)
+async def test_check_names_the_history_scope_of_the_channel_s_kind(
+    mock_slack: MockSlack, private: bool, scope: str
+) -> None:
+    mock_slack.channels[CHANNEL].private = private
+    mock_slack.scopes -= {"channels:history", "groups:history"}
+
+    assert await check(platform_on(mock_slack, hugo=HUGO)) == [
+        f"slack: the app lacks the scope {scope}; add it under OAuth & Permissions (or "
+        "recreate the app from `relbot slack-manifest`) and reinstall the app."
+    ]
