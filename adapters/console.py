@@ -43,7 +43,13 @@ def fixed_code(environ: Mapping[str, str]) -> Callable[[], str] | None:
 class ConsoleChat:
     """The release channel, printed. A summary is printed whole when first posted; an edit
     prints only the lines that changed, and nothing when none did, so the reply to what was
-    typed is not buried under the same nine lines again."""
+    typed is not buried under the same nine lines again.
+
+    A message marked to go out once (the announcement) is printed and flushed before
+    :meth:`post` returns, never held for a command's reply: the bot journals it as posted
+    once this returns, and a bot killed later must not take it with it. A console keeps no
+    history to look in, so a bot killed between the print and the journal prints it again
+    after its restart."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -56,7 +62,7 @@ class ConsoleChat:
         ref = str(self._posted)
         self._shown[ref] = message.text.splitlines()
         called = "".join(f"@{person} " for person in message.mentions)
-        self._write(CHANNEL_PREFIX + called + message.text)
+        self._write(CHANNEL_PREFIX + called + message.text, now=message.once is not None)
         return ref
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
@@ -80,8 +86,8 @@ class ConsoleChat:
             for text in waiting:
                 self._write(text)
 
-    def _write(self, text: str) -> None:
-        if self._held is not None:
+    def _write(self, text: str, *, now: bool = False) -> None:
+        if self._held is not None and not now:
             self._held.append(text)
             return
         self._out.write(text + "\n")

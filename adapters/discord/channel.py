@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import aiohttp
 import discord
 
-from adapters.discord.embeds import channel_payload
+from adapters.discord.embeds import MAX_CONTENT, channel_payload, clip
 from adapters.discord.errors import DiscordError
 from adapters.platform import ChannelRefused
-from bot.ports.messages import ChannelMessage
+from bot.ports.messages import ChannelMessage, Once
 
 
 class DiscordChat:
@@ -29,13 +29,35 @@ class DiscordChat:
         self._people = dict(people or {})  # person → Discord user ID, for mentions
 
     async def post(self, message: ChannelMessage) -> str:
-        """Post ``message``; returns its ID. Raises :class:`ChannelRefused` when Discord
-        refuses for a reason the operator must fix (403, or an unknown channel)."""
+        """Post ``message``; returns its ID. A message marked ``once`` ends with its mark (a
+        line of small print) and is sent with the mark's nonce, which Discord enforces for a
+        few minutes; before that, the channel's last :data:`LOOK_BACK` messages are searched
+        for the bot's own with that mark (its ID is returned, nothing is posted). Raises
+        :class:`ChannelRefused` when Discord refuses for a reason the operator must fix (403,
+        or an unknown channel)."""
+        payload = channel_payload(message, self._people)
         try:
-            sent = await self._messageable().send(**channel_payload(message, self._people))
+            if message.once is not None:
+                found = await self._find(message.once)
+                if found is not None:
+                    return found
+                line = mark(message.once)
+                payload["content"] = clip(payload["content"], MAX_CONTENT - len(line) - 1)
+                payload["content"] += "\n" + line
+                payload["nonce"] = message.once.nonce  # discord.py sends enforce_nonce too
+            sent = await self._messageable().send(**payload)
         except (discord.Forbidden, discord.NotFound) as err:
             raise self._refused(err) from err
         return str(sent.id)
+
+    async def _find(self, once: Once) -> str | None:
+        """The ID of a recent message of the bot's in the channel marked ``once``, if any.
+        (Discord keeps no nonce with a message: the mark is looked for in its text.)"""
+        me, line = self._client.user, mark(once)
+        async for posted in self._messageable().history(limit=LOOK_BACK):
+            if me is not None and posted.author.id == me.id and line in posted.content.splitlines():
+                return str(posted.id)
+        return None
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace the message posted as ``ref``; raises as :meth:`post` does."""
@@ -81,8 +103,22 @@ class DiscordChat:
 
 
 UNKNOWN_CHANNEL, UNKNOWN_MESSAGE = 10003, 10008  # Discord's JSON error codes
-# What the bot needs in the release channel: see it, post, and show the summary's embed.
-NEEDED = {"View Channel": 1 << 10, "Send Messages": 1 << 11, "Embed Links": 1 << 14}
+# What the bot needs in the release channel: see it, post, show the summary's embed, and
+# read back what it posted (without it Discord answers an empty history).
+NEEDED = {
+    "View Channel": 1 << 10,
+    "Send Messages": 1 << 11,
+    "Embed Links": 1 << 14,
+    "Read Message History": 1 << 16,
+}
+# How many of the channel's last messages are searched for a mark (one request: Discord
+# answers at most 100): the announcement is looked for right after a restart.
+LOOK_BACK = 100
+
+
+def mark(once: Once) -> str:
+    """The line that carries the mark ``once`` in a message's text (Discord's small print)."""
+    return "-# " + discord.utils.escape_markdown(once.line)
 
 
 def channel_unknown(channel: int) -> str:
@@ -95,5 +131,6 @@ def channel_unknown(channel: int) -> str:
 def channel_not_allowed(channel: int, why: str) -> str:
     return (
         f"discord.channel: Discord does not let the bot post in channel {channel} ({why}); "
-        "give its role View Channel, Send Messages and Embed Links there (docs/discord.md)."
+        "give its role View Channel, Send Messages, Embed Links and Read Message History there "
+        "(docs/discord.md)."
     )

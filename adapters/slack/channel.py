@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -14,7 +15,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.platform import ChannelRefused
 from adapters.slack.blocks import channel_payload
 from adapters.slack.commands import Renamer
-from bot.ports.messages import ChannelMessage
+from bot.ports.messages import ChannelMessage, Once
+
+log = logging.getLogger(__name__)
 
 
 class SlackChat:
@@ -38,13 +41,41 @@ class SlackChat:
         return payload
 
     async def post(self, message: ChannelMessage) -> str:
-        """Post ``message``; returns its ``ts``. Raises :class:`ChannelRefused` when Slack
-        refuses for a reason the operator must fix, ``SlackApiError`` for any other refusal."""
+        """Post ``message``; returns its ``ts``. A message marked ``once`` carries its mark
+        as the message's metadata, and is not posted when the channel's last
+        :data:`LOOK_BACK` messages hold one with that mark (its ``ts`` is returned). Raises
+        :class:`ChannelRefused` when Slack refuses for a reason the operator must fix,
+        ``SlackApiError`` for any other refusal."""
+        payload = self._payload(message)
+        if message.once is not None:
+            found = await self._find(message.once)
+            if found is not None:
+                return found
+            payload["metadata"] = metadata(message.once)
         with operator_fixes(self._channel):
-            response = await self._client.chat_postMessage(
-                channel=self._channel, **self._payload(message)
-            )
+            response = await self._client.chat_postMessage(channel=self._channel, **payload)
         return str(response["ts"])
+
+    async def _find(self, once: Once) -> str | None:
+        """The ``ts`` of a recent message of the channel marked ``once``, if there is one.
+        Without the history scope the bot cannot look: it posts, and says what to add."""
+        try:
+            answer = await self._client.conversations_history(
+                channel=self._channel, include_all_metadata=True, limit=LOOK_BACK
+            )
+        except SlackApiError as err:
+            fix = operator_fix(error_code(err), self._channel, err.response.get("needed"))
+            if error_code(err) != "missing_scope":
+                if fix is None:
+                    raise
+                raise ChannelRefused(fix) from err
+            log.warning("%s Without it, a bot restarted while announcing may repeat it.", fix)
+            return None
+        wanted = metadata(once)
+        for posted in answer.get("messages") or []:
+            if posted.get("metadata") == wanted:
+                return str(posted["ts"])
+        return None
 
     async def update(self, ref: str, message: ChannelMessage) -> None:
         """Replace the message posted as ``ref``; raises as :meth:`post` does."""
@@ -66,6 +97,16 @@ class SlackChat:
         if not channel.get("is_member"):
             return operator_fix("not_in_channel", self._channel)
         return None
+
+
+# How many of the channel's last messages are searched for a message's mark before posting
+# it again: the announcement is looked for right after a restart, a few posts later at most.
+LOOK_BACK = 200
+
+
+def metadata(once: Once) -> dict[str, Any]:
+    """Slack's message metadata carrying the mark ``once``."""
+    return {"event_type": once.event, "event_payload": {"tag": once.tag, "publish": once.publish}}
 
 
 # Slack's errors that every later call would get too, until the operator acts.

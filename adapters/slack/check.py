@@ -12,6 +12,14 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from adapters.slack.channel import error_code, operator_fix
 
 
+def granted_scopes(headers: Mapping[str, Any]) -> set[str] | None:
+    """The token's scopes, which Slack lists in a header of every answer (None without it)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "x-oauth-scopes" not in lowered:
+        return None
+    return {s.strip() for s in str(lowered["x-oauth-scopes"]).split(",")}
+
+
 class WorkspaceCheck:
     """What :meth:`SlackPlatform.check` asks Slack, with a blocking client (``relbot check``
     runs it in a thread)."""
@@ -45,21 +53,20 @@ class WorkspaceCheck:
                     "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions "
                     "page."
                 ]
+            scopes = granted_scopes(answer.headers or {})
             return (
-                self._check_scopes(answer.headers or {})
+                self._check_scopes(scopes)
                 + self._check_app_token(client)
-                + self._check_channel(client)
+                + self._check_channel(client, scopes)
                 + self._check_people(client)
             )
         except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
             return [f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."]
 
-    def _check_scopes(self, headers: Mapping[str, Any]) -> list[str]:
-        """The scopes posting needs; Slack lists the token's in a header of every answer."""
-        lowered = {k.lower(): v for k, v in headers.items()}
-        if "x-oauth-scopes" not in lowered:
+    def _check_scopes(self, scopes: set[str] | None) -> list[str]:
+        """The scopes posting needs (None: Slack did not say which the token has)."""
+        if scopes is None:
             return []
-        scopes = {s.strip() for s in str(lowered["x-oauth-scopes"]).split(",")}
         return [
             str(operator_fix("missing_scope", self._channel, scope))
             for scope in ("commands", "chat:write")
@@ -79,8 +86,9 @@ class WorkspaceCheck:
             ]
         return []
 
-    def _check_channel(self, client: WebClient) -> list[str]:
-        """The channel exists, is not archived, and the bot is in it (so it may post)."""
+    def _check_channel(self, client: WebClient, scopes: set[str] | None) -> list[str]:
+        """The channel exists, is not archived, and the bot is in it (so it may post) and
+        may read its history (so a restarted bot finds the announcement it posted)."""
         try:
             answer = client.conversations_info(channel=self._channel)
         except SlackApiError as err:
@@ -92,6 +100,9 @@ class WorkspaceCheck:
             return [str(operator_fix("is_archived", name))]
         if not channel.get("is_member"):
             return [str(operator_fix("not_in_channel", name))]
+        history = "groups:history" if channel.get("is_private") else "channels:history"
+        if scopes is not None and history not in scopes:
+            return [str(operator_fix("missing_scope", name, history))]
         return []
 
     def _check_people(self, client: WebClient) -> list[str]:

@@ -82,6 +82,8 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("channels:read", "relbot check: the channel exists and the bot is in it"),
     ("groups:read", "the same for a private channel"),
     ("users:read", "relbot check: each person's ID is a user of the workspace"),
+    ("channels:history", "after a restart, find the announcement posted, never post it twice"),
+    ("groups:history", "the same for a private channel"),
 )
 
 

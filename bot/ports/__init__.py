@@ -161,7 +161,12 @@ class Chat(Protocol):
     """The release channel on one platform (or several, fanned out)."""
 
     async def post(self, message: ChannelMessage) -> str:
-        """Post a new message; returns a reference usable with :meth:`update`."""
+        """Post a new message; returns a reference usable with :meth:`update`.
+
+        A message marked ``once`` is posted at most once: the channel's recent messages are
+        looked at first, and when one carries the same mark its reference is returned and
+        nothing is posted; else the post carries the mark. A channel that keeps no history
+        (the console) shows the message before this returns, never later."""
         ...
 
     async def update(self, ref: str, message: ChannelMessage) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -69,9 +70,32 @@ class ChannelKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class Once:
+    """The mark of a channel message that must be posted once, whatever moment the bot dies:
+    the post carries it (Slack: the message's metadata; Discord: a nonce and a last line),
+    and a later attempt finds it in the channel before posting again. ``publish`` tells one
+    publish of ``tag`` from another (late files are announced too)."""
+
+    event: str  # what it is, as Slack's metadata event_type: relbot_announcement
+    tag: str
+    publish: str
+
+    @property
+    def line(self) -> str:
+        """The mark as text, for a platform that keeps nothing but the text."""
+        return f"{self.event} {self.tag} {self.publish}"
+
+    @property
+    def nonce(self) -> str:
+        """A short token of the mark (Discord's nonce: at most 25 characters)."""
+        return hashlib.sha256(self.line.encode()).hexdigest()[:25]
+
+
+@dataclass(frozen=True)
 class ChannelMessage:
     """A post in the release channel. A summary carries the readiness it shows, except once
-    the release is published; a notice names the people it calls on."""
+    the release is published; a notice names the people it calls on; ``once`` marks a message
+    that must be posted once (the announcement)."""
 
     kind: ChannelKind
     tag: str | None
@@ -80,3 +104,4 @@ class ChannelMessage:
     # People (config names) who must act on it: each platform notifies them its own way
     # (Slack <@U…>, Discord <@id>, the console @name).
     mentions: tuple[str, ...] = ()
+    once: Once | None = None

@@ -19,6 +19,10 @@ reading the channel needs View Channel (else 403 Missing Access, 50001), posting
 Messages too (else 403 Missing Permissions, 50013); a bot that is not in the server gets 403
 Missing Access for the server, its members and its channel; a user who is not a member, 404
 Unknown Member.
+A message sent with a ``nonce`` gets it back in the answer (never in the history that
+``GET /channels/{id}/messages`` reads, newest first, empty without Read Message History); with
+``enforce_nonce`` the same nonce within a few minutes answers the message it made instead of
+posting another (:meth:`MockDiscord.pass_nonce_window` lets those minutes pass).
 What it leaves out: rate limits, zlib compression (discord.py reads text frames as they come),
 RESUME (answered with INVALID_SESSION), and every route the bot does not use.
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -41,8 +46,11 @@ BOT_ID = APP_ID
 TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
 EPHEMERAL = 1 << 6
 VIEW_CHANNEL, SEND_MESSAGES, EMBED_LINKS, ADMINISTRATOR = 1 << 10, 1 << 11, 1 << 14, 1 << 3
-# What @everyone may do in a new server (Discord's defaults include these three).
-EVERYONE = VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS
+READ_MESSAGE_HISTORY = 1 << 16
+# What @everyone may do in a new server (Discord's defaults include these four).
+EVERYONE = VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | READ_MESSAGE_HISTORY
+# How long Discord holds a nonce sent with enforce_nonce ("the past few minutes").
+NONCE_WINDOW = 300.0
 WAIT = 5.0  # seconds any wait for the bot gives up after
 
 
@@ -99,6 +107,9 @@ class MockDiscord:
         self._sockets: list[_Socket] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # Nonces sent with enforce_nonce: (author, nonce) → (message ID, when it was sent).
+        self._nonces: dict[tuple[str, str], tuple[int, float]] = {}
+        self.clock: Callable[[], float] = time.monotonic
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -117,6 +128,7 @@ class MockDiscord:
             ("GET", "/guilds/{guild}/members/{user}", self._get_member),
             ("GET", "/channels/{channel}", self._get_channel),
             ("POST", "/channels/{channel}/messages", self._post_message),
+            ("GET", "/channels/{channel}/messages", self._get_messages),
             ("PATCH", "/channels/{channel}/messages/{message}", self._edit_message),
         ]
         for method, path, handler in routes:
@@ -423,13 +435,49 @@ class MockDiscord:
         return _json(self._channel_payload()) if refusal is None else refusal
 
     async def _post_message(self, request: web.Request, body: Any) -> web.Response:
+        """A new message; a ``nonce`` is echoed in the answer (and only there: a message
+        read later has none). With ``enforce_nonce``, a nonce the same author sent within
+        :data:`NONCE_WINDOW` answers the message it made, and nothing is posted."""
         channel = int(request.match_info["channel"])
         refusal = self._channel_refusal(channel, VIEW_CHANNEL | SEND_MESSAGES)
         if refusal is not None:
             return refusal
+        nonce = body.get("nonce")
+        if nonce is not None and len(str(nonce)) > 25:
+            problem = "nonce: Must be 25 or fewer in length."
+            return _json({"message": f"Invalid Form Body: {problem}", "code": 50035}, status=400)
+        key = (str(BOT_ID), str(nonce))
+        if nonce is not None and body.get("enforce_nonce"):
+            made = self._nonces.get(key)
+            if made is not None and self.clock() - made[1] < NONCE_WINDOW:
+                existing = self.channel_messages.get(made[0])
+                if existing is not None:
+                    return _json({**existing, "nonce": nonce})
         message = self._message(body, channel)
         self.channel_messages[int(message["id"])] = message
-        return _json(message)
+        if nonce is not None and body.get("enforce_nonce"):
+            self._nonces[key] = (int(message["id"]), self.clock())
+        return _json({**message, "nonce": nonce} if nonce is not None else message)
+
+    async def _get_messages(self, request: web.Request, body: Any) -> web.Response:
+        """The channel's last ``limit`` messages (1 to 100, default 50), newest first; none
+        without Read Message History, as Discord answers."""
+        channel = int(request.match_info["channel"])
+        refusal = self._channel_refusal(channel, VIEW_CHANNEL)
+        if refusal is not None:
+            return refusal
+        limit = int(request.query.get("limit", "50"))
+        if not 1 <= limit <= 100:
+            problem = "limit: int value should be less than or equal to 100."
+            return _json({"message": f"Invalid Form Body: {problem}", "code": 50035}, status=400)
+        if not self.permissions(str(BOT_ID)) & READ_MESSAGE_HISTORY:
+            return _json([])
+        newest = sorted(self.channel_messages, reverse=True)[:limit]
+        return _json([self.channel_messages[i] for i in newest])
+
+    def pass_nonce_window(self) -> None:
+        """Let the few minutes pass after which Discord no longer enforces a nonce."""
+        self._nonces = {k: (m, at - NONCE_WINDOW) for k, (m, at) in self._nonces.items()}
 
     async def _edit_message(self, request: web.Request, body: Any) -> web.Response:
         refusal = self._channel_refusal(int(request.match_info["channel"]), VIEW_CHANNEL)

@@ -32,7 +32,10 @@ from tests.waiting import wait_until
 
 TAG = "3.14.1"
 RELBOT = Path(sys.executable).with_name("relbot")
-NOT_ALLOWED = "give its role View Channel, Send Messages and Embed Links there (docs/discord.md)."
+NOT_ALLOWED = (
+    "give its role View Channel, Send Messages, Embed Links and Read Message History there "
+    "(docs/discord.md)."
+)
 
 
 async def check(dworld: DiscordWorld) -> list[str]:

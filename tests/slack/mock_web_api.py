@@ -11,6 +11,8 @@ token a set of scopes (sent back in ``x-oauth-scopes`` as Slack does). A method 
 its scope answers ``missing_scope``; posting in a public channel the bot is not in answers
 ``not_in_channel``; a private channel it is not in, or an unknown one, ``channel_not_found``;
 an archived one ``is_archived``; ``users.info`` of an unknown ID ``user_not_found``.
+A message posted with ``metadata`` keeps it; ``conversations.history`` (newest first, at most
+``limit``) shows it only when asked with ``include_all_metadata``.
 """
 
 from __future__ import annotations
@@ -27,10 +29,24 @@ from aiohttp import WSMsgType, web
 BOT_USER = "U0RELBOT"
 TEAM = "T0TEAM"
 # What the relbot app's manifest asks for (deploy/slack-app-manifest.yml).
-APP_SCOPES = frozenset({"commands", "chat:write", "channels:read", "groups:read", "users:read"})
+APP_SCOPES = frozenset(
+    {
+        "commands",
+        "chat:write",
+        "channels:read",
+        "groups:read",
+        "users:read",
+        "channels:history",
+        "groups:history",
+    }
+)
 # The scope each Web API method needs (https://api.slack.com/methods); conversations.info
-# needs the one of the channel's kind.
+# and conversations.history need the one of the channel's kind.
 _NEEDS = {"chat.postMessage": "chat:write", "chat.update": "chat:write", "users.info": "users:read"}
+_BY_KIND = {  # method → (scope for a public channel, scope for a private one)
+    "conversations.info": ("channels:read", "groups:read"),
+    "conversations.history": ("channels:history", "groups:history"),
+}
 
 
 @dataclass
@@ -81,6 +97,7 @@ class Call:
 class MockSlack:
     calls: list[Call] = field(default_factory=list)
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)  # ts → latest body
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # ts → as posted
     url: str = ""
     channels: dict[str, Channel] = field(default_factory=dict)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # ID → users.info's user
@@ -199,14 +216,13 @@ class MockSlack:
             )
         if method == "views.open":
             return await self._views_open(call)
-        if method not in (*_NEEDS, "conversations.info"):
+        if method not in (*_NEEDS, *_BY_KIND):
             return await self._answer(call, 404, error="unknown_method")
         channel = self.channels.get(str(body.get("channel")))
         needed = _NEEDS.get(method)
-        if method == "conversations.info" and channel is not None:
-            needed = "groups:read" if channel.private else "channels:read"
-        elif method == "conversations.info":
-            needed = "channels:read"
+        if method in _BY_KIND:
+            public, private = _BY_KIND[method]
+            needed = private if channel is not None and channel.private else public
         if needed not in self.scopes:
             return await self._answer(
                 call, 200, error="missing_scope", needed=needed, provided=self._scope_list()
@@ -221,6 +237,10 @@ class MockSlack:
             return await self._answer(call, 200, error="channel_not_found")
         if method == "conversations.info":
             return await self._answer(call, 200, channel=channel.payload(BOT_USER))
+        if method == "conversations.history":
+            if BOT_USER not in channel.members:
+                return await self._answer(call, 200, error="not_in_channel")
+            return await self._answer(call, 200, **self._history(channel, body))
         if channel.archived:
             return await self._answer(call, 200, error="is_archived")
         if BOT_USER not in channel.members:
@@ -234,8 +254,40 @@ class MockSlack:
                 return await self._answer(call, 200, error="message_not_found")
         else:
             ts = f"1800000000.{next(self._ts):06d}"
+            if "metadata" in body:  # kept with the message; an edit without it keeps it
+                self.metadata[ts] = _json_field(body["metadata"])
         self.messages[ts] = body
         return await self._answer(call, 200, channel=body.get("channel"), ts=ts)
+
+    def _history(self, channel: Channel, query: dict[str, Any]) -> dict[str, Any]:
+        """``conversations.history``: the channel's messages, newest first, at most ``limit``
+        (Slack's default 100); each message's metadata only with ``include_all_metadata``."""
+        limit = int(query.get("limit") or 100)
+        with_metadata = str(query.get("include_all_metadata", "")).lower() in ("1", "true")
+        posted = [
+            (ts, body)
+            for ts, body in self.messages.items()
+            if str(body.get("channel")) == channel.id
+        ]
+        posted.sort(key=lambda item: item[0], reverse=True)
+        messages = []
+        for ts, body in posted[:limit]:
+            message: dict[str, Any] = {
+                "type": "message",
+                "ts": ts,
+                "user": BOT_USER,
+                "bot_id": "B0RELBOT",
+                "text": body.get("text", ""),
+            }
+            if with_metadata and ts in self.metadata:
+                message["metadata"] = self.metadata[ts]
+            messages.append(message)
+        more = len(posted) > limit
+        return {
+            "messages": messages,
+            "has_more": more,
+            "response_metadata": {"next_cursor": "more" if more else ""},
+        }
 
     async def _views_open(self, call: Call) -> web.Response:
         """``views.open``: a known, unused trigger_id and a modal within Block Kit's limits."""
@@ -337,6 +389,11 @@ def view_problem(view: object) -> str | None:
         if block.get("type") == "input" and not (block.get("label") and block.get("element")):
             return "invalid_blocks: an input block needs a label and an element"
     return block_problem(blocks)
+
+
+def _json_field(value: object) -> Any:
+    """A structured argument: JSON in a JSON body, a JSON string in a form."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 async def _body(request: web.Request) -> dict[str, Any]:

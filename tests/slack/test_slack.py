@@ -477,7 +477,15 @@ def test_the_app_manifest_declares_exactly_the_commands_relbot_answers() -> None
     assert re.search(r"^\s*socket_mode_enabled: true$", text, flags=re.MULTILINE)
     assert re.search(r"^\s*is_enabled: true\b", text, flags=re.MULTILINE)
     scopes = re.findall(r"^\s*- ([a-z.]+:?[a-z.]*)\s+#", text, flags=re.MULTILINE)
-    assert scopes == ["commands", "chat:write", "channels:read", "groups:read", "users:read"]
+    assert scopes == [
+        "commands",
+        "chat:write",
+        "channels:read",
+        "groups:read",
+        "users:read",
+        "channels:history",
+        "groups:history",
+    ]
 
 
 async def test_no_secret_is_logged_or_sent(

@@ -175,10 +175,9 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
     if handover is not None:
         s.logins.hand_over(tag, handover)
     s.reporter.clear_trouble(tag)
-    outcome = await s.pipeline.run(s.store.release(tag))
+    outcome = await s.pipeline.run(s.store.release(tag), answered=True)
     if outcome.published:
-        done = s.store.release(tag)
-        return Reply(_published_text(len(state.public_files), done), Tone.SUCCESS)
+        return Reply(outcome.text, Tone.SUCCESS)
     # Undone by itself (nothing public), its text says so; else it waits or stopped.
     text = outcome.text if outcome.aborted else f"Publishing {tag} did not finish. {outcome.text}"
     return Reply(
@@ -186,17 +185,6 @@ async def confirm(s: Services, person: str, command: cmd.Confirm, state: Release
         Tone.REFUSAL,
         refusal="publish_stopped",
     )
-
-
-def _published_text(before: int, state: ReleaseState) -> str:
-    """The confirmation's reply once its publish finished; late files (``before``: the
-    files public before them) are told as added to what is public."""
-    tag, total = state.tag, len(state.public_files)
-    added = total - before
-    verb = "is" if added == 1 else "are"
-    if before:
-        return f"Published {tag}: {count(added, 'more file')} {verb} public ({total} in all)."
-    return f"Published {tag}: {count(added, 'file')} {verb} public."
 
 
 async def _copy_restaged(s: Services, tag: ReleaseTag, plan: PublishPlan) -> None:

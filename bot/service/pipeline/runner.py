@@ -42,6 +42,7 @@ from bot.service.pipeline.steps import (
     who,
 )
 from bot.service.refusals import Refusal
+from bot.service.render import count
 from bot.service.reporter import Reporter
 from bot.service.stops import stop_text
 from bot.signing.login import Logins
@@ -92,11 +93,16 @@ class Pipeline:
         ]
         self.steps = {step.name: step for step in steps}
 
-    async def run(self, state: ReleaseState) -> Outcome:
+    async def run(self, state: ReleaseState, *, answered: bool = False) -> Outcome:
         """Run the confirmed publish of ``state`` from the first step not done (or finish
-        its journaled ``/abort``). A stopped publish is not run again: it waits for the RM."""
+        its journaled ``/abort``). A stopped publish is not run again: it waits for the RM.
+
+        A finished publish's outcome says ``Published TAG: …``; when no command is
+        ``answered`` with it (a publish resumed after a restart or an outage), the channel
+        tells it to the RM last, in the same words."""
         plan, tag = state.publishing, state.tag
         assert plan is not None
+        before, publisher = len(state.public_files), state.publisher
         if state.aborting is not None:
             return Outcome(False, await self.abort(state, BOT), aborted=True)
         if state.stopped is not None:
@@ -154,7 +160,10 @@ class Pipeline:
             return Outcome(False, text)
         self._metrics.publishes += 1
         await self._published(tag)
-        return Outcome(True)
+        text = published_text(before, self._store.release(tag))
+        if not answered:
+            await self._reporter.notice(tag, text, mentions=who(publisher))
+        return Outcome(True, text)
 
     async def _wait(self, state: ReleaseState, step: str, err: RelbotError | OSError) -> Outcome:
         """A cause that goes away: retried on every scan, told (and logged) once."""
@@ -271,3 +280,14 @@ class Pipeline:
             return bool(await self.made_public(state))
         except Refusal:
             return True
+
+
+def published_text(before: int, state: ReleaseState) -> str:
+    """What the RM is told once a publish finished; late files (``before``: the files public
+    before them) are told as added to what is public."""
+    tag, total = state.tag, len(state.public_files)
+    added = total - before
+    verb = "is" if added == 1 else "are"
+    if before:
+        return f"Published {tag}: {count(added, 'more file')} {verb} public ({total} in all)."
+    return f"Published {tag}: {count(added, 'file')} {verb} public."

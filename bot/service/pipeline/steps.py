@@ -43,7 +43,7 @@ from bot.domain.text import listing
 from bot.errors import PublishStopped, StagedChanged
 from bot.metrics import Metrics
 from bot.ports import Journal
-from bot.ports.messages import ChannelKind, ChannelMessage
+from bot.ports.messages import ChannelKind, ChannelMessage, Once
 from bot.service import windows_index
 from bot.service.connections import Connections
 from bot.service.pipeline import announcing
@@ -215,9 +215,12 @@ class Purge:
 
 
 class Announce:
-    """Tell the channel the release (or its late files) is public."""
+    """Tell the channel the release (or its late files) is public, once: the post carries
+    the publish's mark, so that a bot that died after posting and before this step was
+    journaled finds its post in the channel instead of posting again."""
 
     name = "announce"
+    event = "relbot_announcement"  # the kind of mark its post carries (Slack's event_type)
 
     def __init__(self, conn: Connections, profile: Profile, store: Journal) -> None:
         self._conn = conn
@@ -234,7 +237,10 @@ class Announce:
             if state.public_files
             else announcement(plan, by, links)
         )
-        await self._conn.chat.post(ChannelMessage(ChannelKind.ANNOUNCEMENT, str(plan.tag), text))
+        # The confirmed plan (signatures included: signing comes first) names this publish.
+        once = Once(self.event, str(plan.tag), plan.digest[:16])
+        message = ChannelMessage(ChannelKind.ANNOUNCEMENT, str(plan.tag), text, once=once)
+        await self._conn.chat.post(message)
         return "announced"
 
 
