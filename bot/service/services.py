@@ -23,6 +23,7 @@ from bot.errors import RegistryError, RelbotError, StorageError
 from bot.metrics import Metrics
 from bot.ports import Journal
 from bot.service.connections import Connections
+from bot.service.follow_ups import FollowUps
 from bot.service.observer import Observer
 from bot.service.pipeline import announcing
 from bot.service.pipeline.runner import Pipeline
@@ -59,6 +60,7 @@ class Services:
         self.new_code = code_factory
         self.metrics = metrics
         self.locks = ReleaseLocks()
+        self.follow_ups = FollowUps()  # what commands tell once their files are hashed
         self.logins = Logins()
         self.signing = ConfirmSigning(config, conn, self.profile, self.logins)
         self.observer = Observer(
@@ -189,12 +191,15 @@ class Services:
         self, tag: ReleaseTag, listing: Listing, state: ReleaseState
     ) -> bool:
         """Withdraw (and tell the claimer of) each claim whose files changed after
-        ``/ready``; whether any was."""
+        ``/ready``; whether any was. A claim whose files are still being hashed is decided
+        once they are (a later scan or command): a scan never waits for a hash."""
         withdrew = False
         for role, claim in state.claims.items():
             paths = needs_digest(claim.snapshot, listing)
-            digests = await self.observer.digest(tag, listing, paths)
-            changed = changed_since(claim.snapshot, listing, digests)
+            looked = await self.observer.look_digests(tag, listing, paths)
+            if looked.pending:
+                continue
+            changed = changed_since(claim.snapshot, listing, looked.digests)
             if not changed:
                 continue
             what = ", ".join(changed)
