@@ -102,6 +102,7 @@ class Readiness:
     waivers: tuple[Waiver, ...] = ()
     hard_linked: tuple[str, ...] = ()  # staged files with another name somewhere (a note)
     install_index: IndexVerdict | None = None  # the staged install index, when checked
+    cut: bool = False  # the listing stopped at its entry budget: entries were not listed
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -261,6 +262,7 @@ def compute_readiness(
         branch_status=profile.status(tag),
         waivers=waivers,
         hard_linked=linked,
+        cut=cut,
     )
 
 

@@ -126,7 +126,8 @@ class ReleaseView:
     signatures_required: bool = False
     last_event: int = 0  # the id of the release's newest event (0: none): a cursor
     aborted: AbortView | None = None
-    files_not_shown: int = 0  # entries past FILES_SHOWN, counted only
+    files_not_shown: int = 0  # entries past FILES_SHOWN, counted only (at least 1 when cut)
+    cut: bool = False  # staging holds more entries than the bot lists: some were not listed
     links: tuple[tuple[str, str], ...] = ()  # (label, URL) of the published release
 
     @property
@@ -183,6 +184,7 @@ class ReleaseView:
                 for f in self.files
             ],
             "files_not_shown": self.files_not_shown,
+            "listing_cut": self.cut,
             "signatures_required": self.signatures_required,
             "holds": [{"by": h.by, "reason": h.reason, "at": _iso(h.at)} for h in self.holds],
             "waivers": [
@@ -213,6 +215,7 @@ def release_view(
     """The board's view of ``tag`` from the gate's last observation and its events."""
     state, readiness = observed.state, observed.readiness
     published = state.is_published and state.publishing is None
+    cut = readiness is not None and readiness.cut
     if readiness is not None:
         roles = tuple(_role_view(r, str(tag)) for r in readiness.roles)
         files = _staged_files(profile, readiness, observed)
@@ -243,7 +246,9 @@ def release_view(
         signatures_required=signatures_required,
         last_event=events[-1].id if events else 0,
         aborted=_last_abort(events),
-        files_not_shown=max(0, total - FILES_SHOWN),
+        # A listing cut at its budget left entries out: however many were shown, not all were.
+        files_not_shown=max(0, total - FILES_SHOWN) or int(cut),
+        cut=cut,
         links=tuple(profile.links(tag).items()) if published else (),
     )
 

@@ -100,9 +100,13 @@ async def _when_hashed(
     its files are all there, unchanged), or say the other command may be typed again."""
     await pending.done
     if not isinstance(command, cmd.Ready):
-        files = "The file" if len(pending.paths) == 1 else "The files"
+        files = (
+            "The file staged for {} is"
+            if len(pending.paths) == 1
+            else "The files staged for {} are"
+        )
         again = f"/publish {tag}" if isinstance(command, cmd.Publish) else "your command"
-        text = f"{files} staged for {tag} are checked; say {again} again."
+        text = f"{files.format(tag)} checked; say {again} again."
         await s.reporter.notice(tag, text, mentions=[person])
         return
     async with s.lock(tag):
