@@ -180,6 +180,7 @@ async def test_a_release_over_the_entry_budget_still_shows_its_roles_and_says_wh
 
     assert role_lines(status.text) == list(ROLES), status.text
     assert "holds more than 200 files and folders" in status.text
+    assert "(unexpected)" in status.text  # the entries listed are judged, not dropped
     assert f"{OTHER}: 0 of 4 roles ready" in status.text
     assert view["listing_cut"] is True and view["files_not_shown"] >= 1
     assert set(view["roles"]) == set(ROLES)
