@@ -271,7 +271,15 @@ def _stages_anything(files: list[FileReadiness]) -> bool:
 
 
 _A_FOLDER = "a folder, not a regular file; remove the folder and upload the file"
-_REDO = "remove it and upload the real file"
+REDO = "remove it and upload the real file"
+
+
+def sparse_note(size: int, allocated: int) -> str:
+    """Why a sparse file of ``size`` bytes (``allocated`` stored) is unusable, what to do."""
+    return (
+        f"{size_text(size)} on paper but {size_text(allocated)} on disk: a sparse file, "
+        f"not an upload; {REDO}"
+    )
 
 
 def _folders(listing: Listing) -> set[str]:
@@ -293,7 +301,7 @@ def _judge(
     if entry.size > limit:  # before "uploading": it can never become the artifact
         return FileStatus.UNUSABLE, (
             f"{size_text(entry.size)}, more than the {size_text(limit)} such a file may be; "
-            + _REDO
+            + REDO
         )
     if entry.has_partial_name:
         return FileStatus.UPLOADING, ""
@@ -303,12 +311,9 @@ def _judge(
             return FileStatus.UPLOADING, ""
     if entry.is_sparse:
         assert entry.allocated is not None
-        return FileStatus.UNUSABLE, (
-            f"{size_text(entry.size)} on paper but {size_text(entry.allocated)} on disk: a "
-            f"sparse file, not an upload; {_REDO}"
-        )
-    if fault is not None:
-        return FileStatus.UNUSABLE, f"{fault}; {_REDO}"
+        return FileStatus.UNUSABLE, sparse_note(entry.size, entry.allocated)
+    if fault is not None:  # the note as the bot's hashing left it, with what to do
+        return FileStatus.UNUSABLE, fault
     if entry.size == 0:
         return FileStatus.EMPTY, ""
     return FileStatus.PRESENT, ""

@@ -51,6 +51,7 @@ from bot.service import handlers
 from bot.service.connections import Connections
 from bot.service.deadlines import Deadlines
 from bot.service.follow_ups import FollowUps
+from bot.service.hashing import Hashes
 from bot.service.observer import MAX_BUNDLE, Sight
 from bot.service.pipeline import announcing
 from bot.service.pipeline.steps import BOT, PIPELINE
@@ -130,6 +131,7 @@ class Gate:
         self.metrics: Metrics = self._services.metrics
         self.reads: Deadlines = self._services.observer.reads  # each read of staging
         self.follow_ups: FollowUps = self._services.follow_ups  # told once files are hashed
+        self.hashes: Hashes = self._services.observer.hashes  # hashing beside commands, scans
         self._clock = clock
 
     # -- entry points ------------------------------------------------------------------------

@@ -17,9 +17,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from bot.domain.files import Listing
+from bot.domain.readiness import REDO, sparse_note
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown, size_text
-from bot.errors import StagingUnreachable, StorageError
+from bot.errors import SparseFile, StagingUnreachable, StorageError
 from bot.service.deadlines import Deadlines
 
 PATIENCE = 2.0  # seconds a command or a scan waits for the hashes it started
@@ -193,7 +194,9 @@ def _files(n: int) -> str:
 
 def _reason(err: StorageError) -> str:
     """A hashing error as a file's note: the storage's sentence without its full stop."""
-    return f"cannot be hashed: {str(err).rstrip('.')}"
+    if isinstance(err, SparseFile):  # found by the server: said as a listing would say it
+        return sparse_note(err.size, err.allocated)
+    return f"cannot be hashed: {str(err).rstrip('.')}; {REDO}"
 
 
 def _all_done(jobs: set[asyncio.Task[None]]) -> asyncio.Future[None]:
