@@ -230,7 +230,7 @@ async def test_a_ready_whose_files_take_long_to_hash_answers_at_once_and_follows
     world = SlowHashingWorld(tmp_path)
     storage = world.storage
     assert isinstance(storage, SlowHashing)
-    world.gate._services.observer.hashes.patience = 0.1
+    world.gate.hashes.patience = 0.1
     world.stage(TAG)
     try:
         ready = await asyncio.wait_for(world.say("hugo", f"/ready source {TAG}"), 10)
@@ -261,7 +261,7 @@ async def test_a_ready_whose_file_changed_while_it_was_hashed_is_refused_in_the_
     world = SlowHashingWorld(tmp_path)
     storage = world.storage
     assert isinstance(storage, SlowHashing)
-    world.gate._services.observer.hashes.patience = 0.1
+    world.gate.hashes.patience = 0.1
     world.stage(TAG)
     ready = await asyncio.wait_for(world.say("hugo", f"/ready source {TAG}"), 10)
     (world.staging / TAG / TARBALL).unlink()  # gone while it was hashed
@@ -287,7 +287,7 @@ async def test_a_publish_whose_claimed_file_is_being_hashed_says_so_and_to_ask_a
     storage.released.set()
     await world.ready_all(TAG)
     storage.released.clear()
-    world.gate._services.observer.hashes.patience = 0.1
+    world.gate.hashes.patience = 0.1
     stamp = os.stat(world.staging / TAG / TARBALL)
     os.utime(world.staging / TAG / TARBALL, (stamp.st_atime, stamp.st_mtime + 5))  # touched
 

@@ -49,6 +49,10 @@ class Sight:
 
 
 class Observer:
+    """Over 250 lines because every read of staging goes through it (listings, the public
+    folders, hashes, bundles, the install index), each with its deadline, beside what it
+    last saw of each release."""
+
     def __init__(
         self,
         profile: Profile,

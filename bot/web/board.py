@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.domain.history import Event, EventKind, ReleaseState
-from bot.domain.plan import PublishPlan
+from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, RoleReadiness
 from bot.domain.records import PydotorgSettings
@@ -25,9 +25,7 @@ from bot.service.gate import Observed
 from bot.service.render import count, event_detail, role_line, when
 
 TIMELINE_LIMIT = 200  # newest events shown; `relbot audit TAG` has them all
-# Files shown, the roles' first, then stray ones: a page and its JSON stay small whatever
-# staging holds (the rest is counted).
-FILES_SHOWN = 300
+FILES_SHOWN = 300  # the roles' first, then stray ones: a page stays small (the rest is counted)
 
 
 class RoleState(StrEnum):
@@ -127,7 +125,7 @@ class ReleaseView:
     last_event: int = 0  # the id of the release's newest event (0: none): a cursor
     aborted: AbortView | None = None
     files_not_shown: int = 0  # entries past FILES_SHOWN, counted only (at least 1 when cut)
-    cut: bool = False  # staging holds more entries than the bot lists: some were not listed
+    cut: bool = False  # staging holds more entries than the bot lists
     links: tuple[tuple[str, str], ...] = ()  # (label, URL) of the published release
 
     @property
@@ -246,8 +244,7 @@ def release_view(
         signatures_required=signatures_required,
         last_event=events[-1].id if events else 0,
         aborted=_last_abort(events),
-        # A listing cut at its budget left entries out: however many were shown, not all were.
-        files_not_shown=max(0, total - FILES_SHOWN) or int(cut),
+        files_not_shown=max(0, total - FILES_SHOWN) or int(cut),  # a cut one left some out
         cut=cut,
         links=tuple(profile.links(tag).items()) if published else (),
     )
@@ -343,19 +340,12 @@ def _planned_files(state: ReleaseState, files_url: str | None) -> tuple[FileView
     if plan is None:
         return ()
     status = "published" if state.is_published else "publishing"
+
+    def _url(f: PlanFile) -> str | None:
+        return files_url + quote(f.target) if files_url else None
+
     return tuple(
-        FileView(
-            f.path,
-            f.role,
-            status,
-            True,
-            f.size,
-            f.sha256,
-            None,
-            "",
-            f.target,
-            url=files_url + quote(f.target) if files_url else None,
-        )
+        FileView(f.path, f.role, status, True, f.size, f.sha256, None, "", f.target, url=_url(f))
         for f in plan.files
     )
 
