@@ -188,18 +188,23 @@ class Services:
         await self.reporter.summary(readiness, state)
 
     async def withdraw_changed_claims(
-        self, tag: ReleaseTag, listing: Listing, state: ReleaseState
+        self, tag: ReleaseTag, listing: Listing, state: ReleaseState, *, now: bool = False
     ) -> bool:
         """Withdraw (and tell the claimer of) each claim whose files changed after
-        ``/ready``; whether any was. A claim whose files are still being hashed is decided
-        once they are (a later scan or command): a scan never waits for a hash."""
+        ``/ready``; whether any was. A scan never waits for a hash: a claim whose files are
+        still being hashed is decided at a later scan. ``now`` (a publish) decides every
+        claim, raising ``StillHashing`` while a file is being hashed."""
         withdrew = False
         for role, claim in state.claims.items():
             paths = needs_digest(claim.snapshot, listing)
-            looked = await self.observer.look_digests(tag, listing, paths)
-            if looked.pending:
-                continue
-            changed = changed_since(claim.snapshot, listing, looked.digests)
+            if now:
+                digests = await self.observer.digest(tag, listing, paths)
+            else:
+                looked = await self.observer.look_digests(tag, listing, paths)
+                if looked.pending:
+                    continue
+                digests = looked.digests
+            changed = changed_since(claim.snapshot, listing, digests)
             if not changed:
                 continue
             what = ", ".join(changed)
@@ -225,7 +230,7 @@ class Services:
         slip through)."""
         observer = self.observer
         readiness, listing = await observer.observe(tag, state, settle=True)
-        if await self.withdraw_changed_claims(tag, listing, state):
+        if await self.withdraw_changed_claims(tag, listing, state, now=True):
             state = self.store.release(tag)
             readiness = await observer.readiness(tag, listing, observer.last_listing(tag), state)
         readiness = await observer.check_index(readiness, listing, fresh=True)

@@ -105,7 +105,9 @@ async def _when_hashed(
             if len(pending.paths) == 1
             else "The files staged for {} are"
         )
-        again = f"/publish {tag}" if isinstance(command, cmd.Publish) else "your command"
+        again = {cmd.Publish: f"/publish {tag}", cmd.Confirm: "the confirm line"}.get(
+            type(command), "your command"
+        )
         text = f"{files.format(tag)} checked; say {again} again."
         await s.reporter.notice(tag, text, mentions=[person])
         return
