@@ -43,7 +43,10 @@ class Lines:
         seen: list[str] = []
         end = time.monotonic() + DEADLINE
         while not seen or wanted not in seen[-1]:
-            line = self._lines.get(timeout=max(0.0, end - time.monotonic()))
+            try:
+                line = self._lines.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {wanted!r} in:\n" + "".join(seen)) from None
             assert line, "stdout ended before: " + wanted + "\n" + "".join(seen)
             seen.append(line)
         return "".join(seen)
