@@ -305,3 +305,34 @@ async def test_a_publish_whose_claimed_file_is_being_hashed_says_so_and_to_ask_a
         f"The file staged for {TAG} is checked; say /publish {TAG} again."
     )
     assert (await world.say("hugo", f"/publish {TAG}")).confirm is not None
+
+
+async def test_a_scan_decides_a_rewritten_claimed_file_once_it_is_hashed_never_waiting(
+    tmp_path: Path,
+) -> None:
+    world = SlowHashingWorld(tmp_path)
+    storage = world.storage
+    assert isinstance(storage, SlowHashing)
+    world.stage(TAG)
+    storage.released.set()
+    await world.ready_all(TAG)
+    storage.released.clear()
+    world.gate.hashes.patience = 0.1
+    tarball = world.staging / TAG / TARBALL
+    before = os.stat(tarball)
+    tarball.write_bytes(tarball.read_bytes().upper())  # same size, other bytes
+    os.utime(tarball, (before.st_atime, before.st_mtime + 5))
+
+    try:
+        await asyncio.wait_for(world.gate.scan(), 10)
+        kept = world.events(TAG, EventKind.WITHDRAWN)
+    finally:
+        storage.released.set()
+    while world.gate.hashes.busy(ReleaseTag.parse(TAG)):
+        await asyncio.sleep(0.05)
+    await world.gate.scan()
+
+    assert kept == []  # undecided while hashed: neither withdrawn nor a failed scan
+    assert world.gate.metrics.scan_failures == 0
+    assert world.events(TAG, EventKind.WITHDRAWN) == ["withdrawn"]
+    assert f"{TARBALL} changed after /ready" in world.chat.texts(ChannelKind.NOTICE)[-1]

@@ -21,7 +21,7 @@ from bot.domain.readiness import REDO, sparse_note
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown, size_text
 from bot.errors import SparseFile, StagingUnreachable, StorageError
-from bot.service.deadlines import Deadlines
+from bot.service.deadlines import Deadlines, ReadTimedOut
 
 PATIENCE = 2.0  # seconds a command or a scan waits for the hashes it started
 
@@ -125,7 +125,7 @@ class Hashes:
             await asyncio.wait(jobs, timeout=wait)
         done = _all_done({job for job in jobs if not job.done()})
         known = self.known(tag, listing)
-        faults = self.faults(tag, listing)
+        faults = {p: why for p, why in self.faults(tag, listing).items() if p in paths}
         pending = tuple(p for p in wanted if p not in known and p not in faults)
         return Looked({p: known[p] for p in paths if p in known}, pending, faults, done)
 
@@ -171,6 +171,10 @@ class Hashes:
             )
         except StagingUnreachable:
             return  # nothing learnt of the files: the next look asks again
+        except ReadTimedOut as err:  # never tried again file by file: each would wait as long
+            for path, stamp in stamps.items():
+                self._faults[(str(tag), path)] = (stamp, _reason(err))
+            return
         except StorageError as err:
             if len(paths) > 1:  # which file it was: each on its own
                 for path in paths:

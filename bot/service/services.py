@@ -195,15 +195,16 @@ class Services:
         still being hashed is decided at a later scan. ``now`` (a publish) decides every
         claim, raising ``StillHashing`` while a file is being hashed."""
         withdrew = False
+        claims = state.claims.values()
+        moved = sorted({path for c in claims for path in needs_digest(c.snapshot, listing)})
+        if now:  # one look (one wait) for every claim's files
+            digests, pending = await self.observer.digest(tag, listing, moved), set[str]()
+        else:
+            looked = await self.observer.look_digests(tag, listing, moved)
+            digests, pending = looked.digests, set(looked.pending)
         for role, claim in state.claims.items():
-            paths = needs_digest(claim.snapshot, listing)
-            if now:
-                digests = await self.observer.digest(tag, listing, paths)
-            else:
-                looked = await self.observer.look_digests(tag, listing, paths)
-                if looked.pending:
-                    continue
-                digests = looked.digests
+            if pending & set(needs_digest(claim.snapshot, listing)):
+                continue  # decided once hashed
             changed = changed_since(claim.snapshot, listing, digests)
             if not changed:
                 continue
