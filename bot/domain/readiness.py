@@ -299,10 +299,8 @@ def _judge(
     if not entry.regular:
         return FileStatus.NOT_REGULAR, entry.problem
     if entry.size > limit:  # before "uploading": it can never become the artifact
-        return FileStatus.UNUSABLE, (
-            f"{size_text(entry.size)}, more than the {size_text(limit)} such a file may be; "
-            + REDO
-        )
+        size, most = size_text(entry.size), size_text(limit)
+        return FileStatus.UNUSABLE, f"{size}, more than the {most} such a file may be; {REDO}"
     if entry.has_partial_name:
         return FileStatus.UPLOADING, ""
     if previous is not None:
