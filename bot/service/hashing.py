@@ -123,6 +123,9 @@ class Hashes:
         if jobs:
             wait = self.patience if patience is None else patience
             await asyncio.wait(jobs, timeout=wait)
+        for job in jobs:  # a job's own failure (a storage error is a fault) is the caller's
+            if job.done() and not job.cancelled() and (error := job.exception()) is not None:
+                raise error
         done = _all_done({job for job in jobs if not job.done()})
         known = self.known(tag, listing)
         faults = {p: why for p, why in self.faults(tag, listing).items() if p in paths}
