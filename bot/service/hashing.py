@@ -35,7 +35,7 @@ class StillHashing(StorageError):
 
     def __init__(
         self, tag: ReleaseTag, paths: Sequence[str], size: int, done: asyncio.Future[None]
-    ):
+    ) -> None:
         many = f"{len(paths)} files" if len(paths) != 1 else "1 file"
         super().__init__(f"Checking {many} staged for {tag} ({size_text(size)}) takes a while.")
         self.tag = tag
@@ -101,17 +101,11 @@ class Hashes:
 
     # -- looking -----------------------------------------------------------------------------
 
-    async def look(
-        self,
-        tag: ReleaseTag,
-        listing: Listing,
-        paths: Collection[str],
-        *,
-        patience: float | None = None,
-    ) -> Looked:
+    async def look(self, tag: ReleaseTag, listing: Listing, paths: Collection[str]) -> Looked:
         """The digests of ``paths`` (entries of ``listing``): those known, and a job started
         for the others (none for a path whose job still runs, none for a known fault);
-        waits ``patience`` seconds (default :attr:`patience`) for the jobs."""
+        waits :attr:`patience` seconds for the jobs. Raises what a job raised that is not a
+        storage error (those are faults)."""
         wanted = [p for p in dict.fromkeys(paths) if self._unknown(tag, p, listing)]
         start = [p for p in wanted if (str(tag), p) not in self._running]
         if start:
@@ -121,8 +115,7 @@ class Hashes:
                 self._running[(str(tag), path)] = job
         jobs = {self._running[(str(tag), p)] for p in wanted if (str(tag), p) in self._running}
         if jobs:
-            wait = self.patience if patience is None else patience
-            await asyncio.wait(jobs, timeout=wait)
+            await asyncio.wait(jobs, timeout=self.patience)
         for job in jobs:  # a job's own failure (a storage error is a fault) is the caller's
             if job.done() and not job.cancelled() and (error := job.exception()) is not None:
                 raise error
