@@ -22,6 +22,7 @@ from bot.storage import walk
 from bot.storage.local import LocalStorage
 from bot.web.health import HealthServer
 from tests.conftest import World
+from tests.mounts import tmpfs
 from tests.sshd import free_port
 from tests.test_hostile_staging import board_json, channel_text
 
@@ -102,11 +103,7 @@ async def test_a_sparse_file_under_the_size_limit_is_named_as_sparse_not_hashed(
     assert world.gate.metrics.scan_failures == 0
 
 
-async def test_a_sparse_file_on_a_tmpfs_is_named_as_sparse(
-    tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    from tests.mounts import tmpfs
-
+async def test_a_sparse_file_on_a_tmpfs_is_named_as_sparse(tmp_path: Path) -> None:
     world = World(tmp_path)
     world.stage(TAG)
     with tmpfs(world.staging / TAG / "docs", "size=4g"):
