@@ -17,6 +17,17 @@ class StorageError(RelbotError):
     """Staging or public storage could not be read or changed."""
 
 
+class SparseFile(StorageError):
+    """A staged file is mostly holes: far less is stored than its size says (found where
+    the storage can tell, as the server's ``stat``)."""
+
+    def __init__(self, path: str, size: int, allocated: int) -> None:
+        super().__init__(f"{path} is a sparse file ({size} bytes, {allocated} stored).")
+        self.path = path
+        self.size = size
+        self.allocated = allocated
+
+
 class StagingUnreachable(StorageError):
     """The storage backend cannot be reached at all (network, permissions)."""
 

@@ -150,7 +150,11 @@ async def run_console(
     async with _health(config, gate, metrics, board) as url:
         _banner(config, speaker, url)
         console = build_console(gate, chat, poller, people, speaker, sys.stdout)
-        return await console.run(sys.stdin)
+        status = await console.run(sys.stdin)
+        # End of input finishes pending work: a /ready whose files were still being hashed
+        # tells its result before the bot exits.
+        await gate.follow_ups.finish()
+        return status
 
 
 def _warn_about_folders(config: Config) -> None:

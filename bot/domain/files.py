@@ -8,6 +8,14 @@ from dataclasses import dataclass
 PARTIAL_SUFFIXES = (".part", ".tmp", ".partial", ".filepart")
 EMPTY_FOLDER = "an empty folder"
 RELEASE_FOLDER = ""  # the key of a problem with the release's staging folder itself
+# How the problem of a release folder with more entries than a walk lists begins: the
+# entries listed are still judged (the rest is "not listed"), unlike another folder problem.
+CROWDED = "holds more than"
+# A file this large whose allocated blocks are under 1/SPARSE_RATIO of its size is sparse:
+# holes, not an upload (a compressed artifact is dense; a parallel upload that writes its
+# chunks out of order is sparse only while it grows, and a growing file is "uploading").
+SPARSE_FROM = 64 << 20
+SPARSE_RATIO = 8
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,7 @@ class StagedFile:
     # folder (path ""). Such an entry has ``regular=False``.
     problem: str = ""
     links: int = 1  # hard links to the file (1 where storage cannot tell, as over SFTP)
+    allocated: int | None = None  # bytes stored on disk (None where storage cannot tell)
 
     @property
     def stamp(self) -> tuple[int, float]:
@@ -35,6 +44,11 @@ class StagedFile:
         return self.path.endswith("/") and self.problem == EMPTY_FOLDER
 
     @property
+    def is_sparse(self) -> bool:
+        """Whether the file is mostly holes (see :func:`sparse`)."""
+        return self.allocated is not None and sparse(self.size, self.allocated)
+
+    @property
     def has_partial_name(self) -> bool:
         """Whether the name is one uploaders use while a transfer is under way."""
         name = self.path.rsplit("/", 1)[-1]
@@ -43,6 +57,18 @@ class StagedFile:
 
 Listing = Mapping[str, StagedFile]
 """A release's staging folder, recursively: path → entry."""
+
+
+def sparse(size: int, allocated: int) -> bool:
+    """Whether a file of ``size`` bytes with ``allocated`` bytes on disk is mostly holes:
+    it cannot be the artifact, and hashing it reads zeros for nothing."""
+    return size >= SPARSE_FROM and allocated * SPARSE_RATIO < size
+
+
+def is_cut(listing: Listing) -> bool:
+    """Whether the listing stopped at the walk's entry budget (some entries not listed)."""
+    folder = listing.get(RELEASE_FOLDER)
+    return folder is not None and folder.problem.startswith(CROWDED)
 
 
 @dataclass(frozen=True)
@@ -81,17 +107,22 @@ def changed_since(
         if now is None or not now.regular:
             changed.append(old.path)
             continue
-        if now.stamp != (old.size, old.mtime) and digests.get(old.path) != old.sha256:
+        if now.size != old.size:
+            changed.append(old.path)  # other bytes, whatever they hash to
+        elif now.mtime != old.mtime and digests.get(old.path) != old.sha256:
             changed.append(old.path)
     return changed
 
 
 def needs_digest(snapshot: tuple[SnapshotFile, ...], listing: Listing) -> list[str]:
-    """The snapshot's paths whose size or mtime moved, so only their content can tell."""
+    """The snapshot's paths whose mtime moved but not their size, so only their content
+    can tell (a file of another size changed: it is never hashed for that, whatever its
+    size)."""
     return [
         old.path
         for old in snapshot
         if (now := listing.get(old.path)) is not None
         and now.regular
-        and now.stamp != (old.size, old.mtime)
+        and now.size == old.size
+        and now.mtime != old.mtime
     ]

@@ -66,10 +66,14 @@ class FileRule(_Strict):
         return not (self.until is not None and _newer_than(tag, self.until))
 
 
+GIB = 1 << 30
+
+
 class SidecarRule(_Strict):
     suffix: str
     since: str | None = None
     until: str | None = None
+    max_size: int | None = Field(default=None, gt=0)  # bytes; None: the profile's max_size
 
     def applies_to(self, tag: ReleaseTag) -> bool:
         return FileRule(name="", since=self.since, until=self.until).applies_to(tag)
@@ -102,6 +106,9 @@ class ProfileSpec(_Strict):
     # The Windows install-manager index (bot/domain/windows_index.py reads it): file, role,
     # manifest. Published last, at the public root, by replacing the live copy.
     install_index: dict[str, str] = Field(default_factory=dict)
+    # The largest a staged file may be, in bytes (a sidecar's own ``max_size`` overrides it):
+    # a larger one cannot be the artifact, and hashing it would take minutes.
+    max_size: int = Field(default=4 * GIB, gt=0)
 
     @field_validator("signatures_since")
     @classmethod
@@ -239,6 +246,14 @@ class Profile:
             )
             self._rules[key] = rules
         return rules
+
+    def size_limit(self, path: str) -> int:
+        """The largest ``path`` may be, in bytes: its sidecar's ``max_size`` (``.sigstore``,
+        by the end of its name), else the profile's ``max_size``."""
+        for rule in self.spec.sidecars:
+            if rule.max_size is not None and path.endswith(rule.suffix):
+                return rule.max_size
+        return self.spec.max_size
 
     def needs_signature(self, tag: ReleaseTag, path: str) -> bool:
         """Whether required file ``path`` of ``tag`` must be signed (when signatures are

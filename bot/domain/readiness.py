@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from bot.domain.claims import Claim, Hold, Withdrawal
-from bot.domain.files import Listing, StagedFile
+from bot.domain.files import Listing, StagedFile, is_cut
 from bot.domain.profile import FileKind, Profile
 from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
-from bot.domain.text import shown
+from bot.domain.text import shown, size_text
 from bot.domain.waivers import Waiver, owner_of, waived_paths, waived_roles
 from bot.domain.windows_index import IndexVerdict
 
@@ -34,6 +34,8 @@ class FileStatus(StrEnum):
     EMPTY = "empty"
     UNEXPECTED = "unexpected"
     NOT_REGULAR = "not a regular file"
+    UNUSABLE = "unusable"  # it cannot be the artifact (too large, sparse, unreadable)
+    NOT_LISTED = "not listed"  # absent from a listing cut at its entry budget
     PUBLIC = "public"  # published earlier: counts as delivered, never staged again
     ALREADY_PUBLIC = "already public"  # staged again under a name already public: a blocker
 
@@ -100,6 +102,7 @@ class Readiness:
     waivers: tuple[Waiver, ...] = ()
     hard_linked: tuple[str, ...] = ()  # staged files with another name somewhere (a note)
     install_index: IndexVerdict | None = None  # the staged install index, when checked
+    cut: bool = False  # the listing stopped at its entry budget: entries were not listed
 
     def role(self, name: str) -> RoleReadiness:
         return next(r for r in self.roles if r.role == name)
@@ -165,20 +168,33 @@ def compute_readiness(
     holds: tuple[Hold, ...] = (),
     waivers: tuple[Waiver, ...] = (),
     public: Collection[str] = (),
+    faults: Mapping[str, str] | None = None,
 ) -> Readiness:
     """Fold a staging listing (and the one before it, to see growing files) into readiness.
 
     A file is "uploading" while it has a partial-upload name or it is absent from, or its
     size/mtime differs from, ``previous``; a file merely being recent never counts.
+    A file larger than the profile allows, a sparse one, and one in ``faults`` (path →
+    why the bot could not hash it as it is now) is "unusable", with what to do; a folder
+    named like a required file is "not a regular file"; a required file absent from a
+    listing cut at its entry budget is "not listed", not "missing".
     A waived required file may be missing; a waived unexpected file counts as its role's.
     ``public`` (staging paths already published, for late files) count as delivered, and
     staging one of them again is a problem.
     """
     claims = claims or {}
     withdrawals = withdrawals or {}
+    faults = faults or {}
     per_role: dict[str, list[FileReadiness]] = {role: [] for role in profile.roles_for(tag)}
     required = {f.path: f.role for f in profile.expected(tag, listing.keys())}
     excused = waived_paths(waivers)
+    cut = is_cut(listing)
+    folders: set[str] | None = None  # the folders the listing holds, worked out when needed
+
+    def judged(entry: StagedFile) -> tuple[FileStatus, str]:
+        fault = faults.get(entry.path)
+        return _judge(entry, previous, profile.size_limit(entry.path), fault)
+
     for path, role in required.items():
         entry = listing.get(path)
         if entry is None and path in public:
@@ -186,12 +202,18 @@ def compute_readiness(
             continue
         if entry is None and path in excused:
             continue  # waived: it will not come
-        status = FileStatus.MISSING if entry is None else _status(entry, previous)
+        if entry is None:
+            folders = _folders(listing) if folders is None else folders
+            status, note = FileStatus.NOT_LISTED if cut else FileStatus.MISSING, ""
+            if path in folders:  # files were uploaded into a folder of that name
+                status, note = FileStatus.NOT_REGULAR, _A_FOLDER
+        else:
+            status, note = judged(entry)
         if entry is not None and path in public:
             status = FileStatus.ALREADY_PUBLIC
         per_role[role].append(
             FileReadiness(
-                path, status, role, path not in excused, entry.size if entry else None, _note(entry)
+                path, status, role, path not in excused, entry.size if entry else None, note
             )
         )
     stray = []
@@ -200,11 +222,13 @@ def compute_readiness(
         if path in required or entry.is_empty_folder:
             continue
         kind = classify(path)
-        status = FileStatus.ALREADY_PUBLIC if path in public else _status(entry, previous)
+        status, note = judged(entry)
+        if path in public:
+            status = FileStatus.ALREADY_PUBLIC
         waivable = not entry.problem and not entry.has_partial_name
         if path in excused and waivable and kind.kind is FileKind.UNEXPECTED:
             owner = owner_of(profile, tag, path)
-            per_role[owner].append(FileReadiness(path, status, owner, False, entry.size))
+            per_role[owner].append(FileReadiness(path, status, owner, False, entry.size, note))
             continue
         # An unexpected file is the one kind without a role (the profile classifies so).
         if entry.problem or entry.has_partial_name or kind.role is None:
@@ -213,11 +237,13 @@ def compute_readiness(
                     path,
                     status if status is not FileStatus.PRESENT else FileStatus.UNEXPECTED,
                     size=entry.size,
-                    note=entry.problem,
+                    note=note,
                 )
             )
         else:
-            per_role[kind.role].append(FileReadiness(path, status, kind.role, False, entry.size))
+            per_role[kind.role].append(
+                FileReadiness(path, status, kind.role, False, entry.size, note)
+            )
     by_role = waived_roles(waivers)
     if public:  # late files: a waived role that now stages files says /ready for them
         by_role = {r: w for r, w in by_role.items() if not _stages_anything(per_role[r])}
@@ -236,6 +262,7 @@ def compute_readiness(
         branch_status=profile.status(tag),
         waivers=waivers,
         hard_linked=linked,
+        cut=cut,
     )
 
 
@@ -243,19 +270,48 @@ def _stages_anything(files: list[FileReadiness]) -> bool:
     return any(f.status not in (FileStatus.MISSING, FileStatus.PUBLIC) for f in files)
 
 
-def _note(entry: StagedFile | None) -> str:
-    return entry.problem if entry is not None else ""
+_A_FOLDER = "a folder, not a regular file; remove the folder and upload the file"
+REDO = "remove it and upload the real file"
 
 
-def _status(entry: StagedFile, previous: Listing | None) -> FileStatus:
+def sparse_note(size: int, allocated: int) -> str:
+    """Why a sparse file of ``size`` bytes (``allocated`` stored) is unusable, what to do."""
+    return (
+        f"{size_text(size)} on paper but {size_text(allocated)} on disk: a sparse file, "
+        f"not an upload; {REDO}"
+    )
+
+
+def _folders(listing: Listing) -> set[str]:
+    """Every folder that holds an entry of ``listing`` (an empty one is listed as ``x/``)."""
+    found: set[str] = set()
+    for path in listing:
+        parts = path.rstrip("/").split("/")
+        top = len(parts) if path.endswith("/") else len(parts) - 1
+        found.update("/".join(parts[:i]) for i in range(1, top + 1))
+    return found
+
+
+def _judge(
+    entry: StagedFile, previous: Listing | None, limit: int, fault: str | None
+) -> tuple[FileStatus, str]:
+    """An entry's status and the note that says why, when storage or the bot found one."""
     if not entry.regular:
-        return FileStatus.NOT_REGULAR
+        return FileStatus.NOT_REGULAR, entry.problem
+    if entry.size > limit:  # before "uploading": it can never become the artifact
+        size, most = size_text(entry.size), size_text(limit)
+        return FileStatus.UNUSABLE, f"{size}, more than the {most} such a file may be; {REDO}"
     if entry.has_partial_name:
-        return FileStatus.UPLOADING
+        return FileStatus.UPLOADING, ""
     if previous is not None:
         before = previous.get(entry.path)
         if before is None or before.stamp != entry.stamp:
-            return FileStatus.UPLOADING
+            return FileStatus.UPLOADING, ""
+    if entry.is_sparse:
+        assert entry.allocated is not None
+        return FileStatus.UNUSABLE, sparse_note(entry.size, entry.allocated)
+    if fault is not None:  # the note as the bot's hashing left it, with what to do
+        return FileStatus.UNUSABLE, fault
     if entry.size == 0:
-        return FileStatus.EMPTY
-    return FileStatus.PRESENT
+        return FileStatus.EMPTY, ""
+    return FileStatus.PRESENT, ""

@@ -56,3 +56,13 @@ def listing(paths: list[str], limit: int = 5) -> str:
     """``a, b, c and 4 more``."""
     head = ", ".join(paths[:limit])
     return head + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def size_text(size: int) -> str:
+    """``512 bytes``, ``4.3 GB``: a size as people read it (powers of 1000)."""
+    value = float(size)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")

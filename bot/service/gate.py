@@ -50,6 +50,8 @@ from bot.ports.messages import Reply, Tone
 from bot.service import handlers
 from bot.service.connections import Connections
 from bot.service.deadlines import Deadlines
+from bot.service.follow_ups import FollowUps
+from bot.service.hashing import Hashes
 from bot.service.observer import MAX_BUNDLE, Sight
 from bot.service.pipeline import announcing
 from bot.service.pipeline.steps import BOT, PIPELINE
@@ -128,6 +130,8 @@ class Gate:
         self.team: Team = self._services.team
         self.metrics: Metrics = self._services.metrics
         self.reads: Deadlines = self._services.observer.reads  # each read of staging
+        self.follow_ups: FollowUps = self._services.follow_ups  # told once files are hashed
+        self.hashes: Hashes = self._services.observer.hashes  # hashing beside commands, scans
         self._clock = clock
 
     # -- entry points ------------------------------------------------------------------------

@@ -3,8 +3,11 @@ public files of a published release, signature verdicts, the install index check
 caches that keep a scan cheap (SHA-256 digests and Sigstore bundles, by size and mtime).
 
 It reads storage and verifies signatures, and writes nothing: no event, no chat message.
-Everything it keeps for a release is dropped by :meth:`Observer.forget` (a re-spin drops the
-files' caches only, :meth:`Observer.forget_files`).
+Hashing runs beside it (bot/service/hashing.py): a look waits a moment for the hashes it
+needs, then goes on with what is known. A file that cannot be the artifact (larger than the
+profile allows, sparse, a bundle too big to be one) is never hashed nor read: readiness names
+it. Everything it keeps for a release is dropped by :meth:`Observer.forget` (a re-spin drops
+the files' caches only, :meth:`Observer.forget_files`).
 """
 
 from __future__ import annotations
@@ -16,17 +19,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot.domain import late
-from bot.domain.files import RELEASE_FOLDER, Listing
+from bot.domain.files import RELEASE_FOLDER, Listing, StagedFile, is_cut
 from bot.domain.history import ReleaseState
 from bot.domain.profile import Profile
-from bot.domain.readiness import Readiness, compute_readiness
+from bot.domain.readiness import FileReadiness, FileStatus, Readiness, compute_readiness
 from bot.domain.signing import BUNDLE_SUFFIX, SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown
+from bot.errors import StagingUnreachable, StorageError
 from bot.service.connections import Connections
 from bot.service.deadlines import READ_SECONDS, Deadlines
+from bot.service.hashing import PATIENCE, Hashes, Looked, StillHashing
 from bot.service.refusals import Refusal
-from bot.service.render import count
 from bot.service.windows_index import IndexCheck, IndexInspector
 
 MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
@@ -45,6 +49,10 @@ class Sight:
 
 
 class Observer:
+    """Over 250 lines because every read of staging goes through it (listings, the public
+    folders, hashes, bundles, the install index), each with its deadline, beside what it
+    last saw of each release."""
+
     def __init__(
         self,
         profile: Profile,
@@ -54,6 +62,7 @@ class Observer:
         sleep: Callable[[float], Awaitable[None]],
         settle_seconds: float,
         read_seconds: float = READ_SECONDS,
+        patience: float = PATIENCE,
     ) -> None:
         self.profile = profile
         self._conn = conn
@@ -61,11 +70,14 @@ class Observer:
         self._sleep = sleep
         self._settle = settle_seconds
         self._seen: dict[str, Sight] = {}
-        self._digests: dict[tuple[str, str], tuple[tuple[int, float], str]] = {}
         self._bundles: dict[tuple[str, str], tuple[tuple[int, float], bytes]] = {}
         self.index = IndexInspector.for_profile(conn.storage, profile)
         # Every read of staging (listings, hashes, bundles, the index) goes through here.
         self.reads = Deadlines(read_seconds)
+        self.hashes = Hashes(self._storage_digest, self.reads, patience)
+
+    def _storage_digest(self, tag: ReleaseTag, paths: Sequence[str], fresh: bool) -> dict[str, str]:
+        return self._conn.storage.digest(tag, paths, fresh=fresh)
 
     # -- what was seen (no I/O) --------------------------------------------------------------
 
@@ -87,11 +99,7 @@ class Observer:
 
     def known_digests(self, tag: ReleaseTag, listing: Listing) -> dict[str, str]:
         """Hashes of staged files unchanged since they were hashed."""
-        return {
-            path: digest
-            for (name, path), (stamp, digest) in self._digests.items()
-            if name == str(tag) and path in listing and listing[path].stamp == stamp
-        }
+        return self.hashes.known(tag, listing)
 
     async def readiness(
         self, tag: ReleaseTag, listing: Listing, previous: Listing | None, state: ReleaseState
@@ -111,6 +119,7 @@ class Observer:
                 holds=tuple(state.holds.values()),
                 waivers=tuple(state.waivers.values()),
                 public=((seen.public if seen else None) or {}) if state.is_published else (),
+                faults=self.hashes.faults(tag, listing),
             )
         )
         index = seen.index if seen is not None else None
@@ -132,13 +141,13 @@ class Observer:
         )
 
     def retained_tags(self) -> set[str]:
-        return set(self._seen) | {tag for tag, _ in self._digests} | {t for t, _ in self._bundles}
+        return set(self._seen) | self.hashes.tags() | {t for t, _ in self._bundles}
 
     def forget_files(self, tag: ReleaseTag) -> None:
         """Drop the hashes and bundles cached for ``tag``'s staged files."""
-        for cache in (self._digests, self._bundles):
-            for key in [key for key in cache if key[0] == str(tag)]:
-                del cache[key]
+        self.hashes.forget(tag)
+        for key in [key for key in self._bundles if key[0] == str(tag)]:
+            del self._bundles[key]
 
     def forget(self, tag: ReleaseTag) -> None:
         """Drop what was seen of ``tag`` (its files' caches stay until :meth:`forget_files`)."""
@@ -179,7 +188,9 @@ class Observer:
         )
 
     async def list(self, tag: ReleaseTag) -> Listing:
-        """Staging's listing of ``tag``; raises :class:`Refusal` when there is none."""
+        """Staging's listing of ``tag``; raises :class:`Refusal` when there is none, or
+        when its folder is not one (a link, unreadable). A folder with more entries than a
+        walk lists is judged on those it listed."""
         storage = self._conn.storage
         listing = await self.list_staging(tag)
         if listing is None:
@@ -187,7 +198,7 @@ class Observer:
                 f"Nothing is staged for {tag} yet; upload the files to "
                 f"{storage.staging_location(tag)} first."
             )
-        if (folder := listing.get(RELEASE_FOLDER)) is not None:
+        if (folder := listing.get(RELEASE_FOLDER)) is not None and not is_cut(listing):
             where = storage.staging_location(tag)
             raise Refusal(f"The staging folder of {tag} ({where}) {folder.problem}.")
         return listing
@@ -225,62 +236,88 @@ class Observer:
 
     async def check_signatures(self, readiness: Readiness) -> Readiness:
         """Verify ``FILE.sigstore`` of every required file present (cached: a bundle is read
-        only when it changed, a file hashed only when it changed)."""
+        only when it changed, a file hashed only when it changed). A file that cannot be the
+        artifact is not checked (its role names it); one still being hashed is checked at a
+        later look."""
         if self._conn.verifier is None:
             return readiness
         tag = readiness.tag
         listing = self.last_listing(tag) or {}
-        results = []
+        signed = []
         for role in readiness.roles:
             for f in role.files:
                 entry = listing.get(f.path)
                 # Only a regular file is hashed: a FIFO or a link there is its own problem.
                 regular = entry is not None and entry.regular
-                if f.required and regular and self.profile.needs_signature(tag, f.path):
-                    results.append(await self._signature(tag, f.path, listing))
+                usable = f.status is not FileStatus.UNUSABLE
+                if f.required and regular and usable and self.profile.needs_signature(tag, f.path):
+                    signed.append(f)
+        with_bundle = [f.path for f in signed if self._bundle_entry(listing, f) is not None]
+        looked = await self.hashes.look(tag, listing, with_bundle)
+        results = [await self._signature(tag, f, listing, looked) for f in signed]
         self.sight(tag).signatures = tuple(results)
         return replace(readiness, signatures=tuple(results))
 
-    async def _signature(self, tag: ReleaseTag, path: str, listing: Listing) -> SignatureResult:
+    def _bundle_entry(self, listing: Listing, f: FileReadiness) -> StagedFile | None:
+        """The staged bundle of ``f`` worth reading: a regular file no larger than a bundle
+        may be (a larger one is its role's problem, named there)."""
+        entry = listing.get(f.path + BUNDLE_SUFFIX)
+        if entry is None or not entry.regular:
+            return None
+        limit = min(MAX_BUNDLE, self.profile.size_limit(entry.path))
+        return entry if entry.size <= limit else None
+
+    async def _signature(
+        self, tag: ReleaseTag, f: FileReadiness, listing: Listing, looked: Looked
+    ) -> SignatureResult:
         verifier = self._conn.verifier
         assert verifier is not None
-        bundle_path = path + BUNDLE_SUFFIX
+        path, bundle_path = f.path, f.path + BUNDLE_SUFFIX
         entry = listing.get(bundle_path)
         if entry is None or not entry.regular:
             return SignatureResult(path, SignatureStatus.MISSING, f"no {bundle_path}")
+        if self._bundle_entry(listing, f) is None:
+            return SignatureResult(path, SignatureStatus.MISSING, f"{bundle_path} is not a bundle")
+        if (digest := looked.digests.get(path)) is None:
+            why = looked.faults.get(path, "not checked yet: the file is still being hashed")
+            return SignatureResult(path, SignatureStatus.INVALID, why)
         cached = self._bundles.get((str(tag), bundle_path))
         if cached is not None and cached[0] == entry.stamp:
             bundle = cached[1]
         else:
-            bundle = await self.reads.run(
-                f"read {tag}",
-                f"Reading {shown(bundle_path)} staged for {tag}",
-                functools.partial(self._conn.storage.read, tag, bundle_path, MAX_BUNDLE),
-            )
+            try:
+                bundle = await self.reads.run(
+                    f"read {tag}",
+                    f"Reading {shown(bundle_path)} staged for {tag}",
+                    functools.partial(self._conn.storage.read, tag, bundle_path, MAX_BUNDLE),
+                )
+            except StagingUnreachable:
+                raise
+            except StorageError as err:  # this file's problem: the others are still checked
+                why = f"{shown(bundle_path)} cannot be read: {str(err).rstrip('.')}"
+                return SignatureResult(path, SignatureStatus.INVALID, why)
             self._bundles[(str(tag), bundle_path)] = (entry.stamp, bundle)
-        digest = (await self.digest(tag, listing, [path]))[path]
         return await asyncio.to_thread(verifier.verify, tag, path, digest, bundle)
 
     async def digest(
         self, tag: ReleaseTag, listing: Listing, paths: Sequence[str], *, fresh: bool = False
     ) -> dict[str, str]:
         """SHA-256 of staged files, re-hashing only files whose size or mtime moved, or
-        every file when ``fresh``."""
-        found: dict[str, str] = {}
-        wanted = []
-        for path in paths:
-            cached = self._digests.get((str(tag), path))
-            if not fresh and cached is not None and cached[0] == listing[path].stamp:
-                found[path] = cached[1]
-            else:
-                wanted.append(path)
-        if wanted:
-            hashed = await self.reads.run(
-                f"digest {tag}",
-                f"Hashing {count(len(wanted), 'file')} staged for {tag}",
-                functools.partial(self._conn.storage.digest, tag, wanted, fresh=fresh),
-            )
-            for path, digest in hashed.items():
-                self._digests[(str(tag), path)] = (listing[path].stamp, digest)
-            found.update(hashed)
-        return found
+        every file when ``fresh`` (then waiting for them, within the read deadline). Raises
+        :class:`StillHashing` when some are not hashed after the patience (their jobs go
+        on), ``StorageError`` when one cannot be hashed."""
+        if fresh:
+            return await self.hashes.fresh(tag, listing, paths)
+        looked = await self.hashes.look(tag, listing, paths)
+        if looked.faults:
+            path, why = next(iter(sorted(looked.faults.items())))
+            raise StorageError(f"{shown(path)} {why}.")
+        if looked.pending:
+            size = sum(listing[p].size for p in looked.pending)
+            raise StillHashing(tag, looked.pending, size, looked.done)
+        return looked.digests
+
+    async def look_digests(self, tag: ReleaseTag, listing: Listing, paths: Sequence[str]) -> Looked:
+        """The digests of ``paths`` known after a moment, without raising: what a scan
+        decides on (a path still pending is decided at a later scan)."""
+        return await self.hashes.look(tag, listing, paths)

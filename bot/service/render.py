@@ -13,6 +13,7 @@ from bot.domain.readiness import NAMED, FileStatus, Readiness, RoleReadiness, de
 from bot.domain.release_cycle import SOURCE_ONLY
 from bot.domain.signing import SignatureStatus
 from bot.domain.text import shown
+from bot.domain.text import size_text as size_text  # the domain's; every renderer's too
 
 HELP_LINES = {
     "ready": "say your ROLE's files for TAG are staged and final (checked now)",
@@ -48,15 +49,6 @@ def help_text(roles: tuple[str, ...], topic: str | None = None) -> str:
 def count(n: int, noun: str) -> str:
     """``1 file``, ``7 files``."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def size_text(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "kB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1000
-    raise AssertionError("unreachable")
 
 
 def when(at: float) -> str:

@@ -23,6 +23,7 @@ from bot.errors import RegistryError, RelbotError, StorageError
 from bot.metrics import Metrics
 from bot.ports import Journal
 from bot.service.connections import Connections
+from bot.service.follow_ups import FollowUps
 from bot.service.observer import Observer
 from bot.service.pipeline import announcing
 from bot.service.pipeline.runner import Pipeline
@@ -59,6 +60,7 @@ class Services:
         self.new_code = code_factory
         self.metrics = metrics
         self.locks = ReleaseLocks()
+        self.follow_ups = FollowUps()  # what commands tell once their files are hashed
         self.logins = Logins()
         self.signing = ConfirmSigning(config, conn, self.profile, self.logins)
         self.observer = Observer(
@@ -186,14 +188,23 @@ class Services:
         await self.reporter.summary(readiness, state)
 
     async def withdraw_changed_claims(
-        self, tag: ReleaseTag, listing: Listing, state: ReleaseState
+        self, tag: ReleaseTag, listing: Listing, state: ReleaseState, *, now: bool = False
     ) -> bool:
         """Withdraw (and tell the claimer of) each claim whose files changed after
-        ``/ready``; whether any was."""
+        ``/ready``; whether any was. A scan never waits for a hash: a claim whose files are
+        still being hashed is decided at a later scan. ``now`` (a publish) decides every
+        claim, raising ``StillHashing`` while a file is being hashed."""
         withdrew = False
+        claims = state.claims.values()
+        moved = sorted({path for c in claims for path in needs_digest(c.snapshot, listing)})
+        if now:  # one look (one wait) for every claim's files
+            digests, pending = await self.observer.digest(tag, listing, moved), set[str]()
+        else:
+            looked = await self.observer.look_digests(tag, listing, moved)
+            digests, pending = looked.digests, set(looked.pending)
         for role, claim in state.claims.items():
-            paths = needs_digest(claim.snapshot, listing)
-            digests = await self.observer.digest(tag, listing, paths)
+            if pending & set(needs_digest(claim.snapshot, listing)):
+                continue  # decided once hashed
             changed = changed_since(claim.snapshot, listing, digests)
             if not changed:
                 continue
@@ -220,7 +231,7 @@ class Services:
         slip through)."""
         observer = self.observer
         readiness, listing = await observer.observe(tag, state, settle=True)
-        if await self.withdraw_changed_claims(tag, listing, state):
+        if await self.withdraw_changed_claims(tag, listing, state, now=True):
             state = self.store.release(tag)
             readiness = await observer.readiness(tag, listing, observer.last_listing(tag), state)
         readiness = await observer.check_index(readiness, listing, fresh=True)

@@ -280,7 +280,11 @@ def _listdir(folder: str, limit: int) -> list[Dirent]:
                 st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue  # removed since the folder was read
-            found.append(Dirent(entry.name, st.st_mode, st.st_size, st.st_mtime, st.st_nlink))
+            # st_blocks counts 512-byte units whatever the filesystem's block size.
+            allocated = st.st_blocks * 512
+            found.append(
+                Dirent(entry.name, st.st_mode, st.st_size, st.st_mtime, st.st_nlink, allocated)
+            )
     return found
 
 

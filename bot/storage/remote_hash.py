@@ -11,7 +11,8 @@ import shlex
 import stat
 from collections.abc import Iterable, Sequence
 
-from bot.errors import StorageError
+from bot.domain.files import SPARSE_FROM, SPARSE_RATIO
+from bot.errors import SparseFile, StorageError
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
 
 Stamp = tuple[int, int]  # (size, mtime in whole seconds): what SFTP v3 reports
@@ -80,6 +81,12 @@ class RemoteHasher:
             f"{{ odd=$(find -P {quoted} -prune ! -type f -print) && "
             '{ [ -z "$odd" ] || { printf \'not a regular file: %s\\n\' "$odd" >&2; exit 3; }; }; }'
         )
+        # A sparse file (a 100 GB ``truncate``) is never read: the server's stat tells.
+        regular += (
+            f" && for p in {quoted}; do set -- $(stat -c '%s %b %B' -- \"$p\"); "
+            f'if [ "$1" -ge {SPARSE_FROM} ] && [ $(($2 * $3 * {SPARSE_RATIO})) -lt "$1" ]; '
+            'then printf \'sparse: %s %s %s\\n\' "$1" $(($2 * $3)) "$p" >&2; exit 4; fi; done'
+        )
         if below is not None:  # and no folder on the way is a link: each resolves in place
             regular += (
                 f' && {{ root={q(below)}; r=$(cd -P -- "$root" && pwd -P) || exit 3; '
@@ -105,6 +112,11 @@ class RemoteHasher:
         status, out, err = self.link.exec(conn, f"{regular} && {stamps} && {hashing} && {stamps}")
         records = out.split(b"\0")
         n = len(paths)
+        if status == 4 and err.startswith(b"sparse: "):
+            size, allocated, path = (
+                err[8:].rstrip(b"\n").decode(errors="surrogateescape").split(" ", 2)
+            )
+            raise SparseFile(path, int(size), int(allocated))
         if status != 0 or len(records) != 3 * n + 1:
             raise StorageError(
                 f"Cannot hash on {self.link.where}: {first_line(err) or 'no output'}."

@@ -28,6 +28,7 @@ class Dirent:
     size: int
     mtime: float
     links: int = 1  # hard links to a regular file (1 where the backend cannot tell)
+    allocated: int | None = None  # bytes stored on disk (None where the backend cannot tell)
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ def walk(
     """Every entry below ``root`` (its own listing's errors are raised), keyed by path
     under ``prefix``. A sub-folder whose listing raises one of ``unreadable`` is reported
     with ``reason(err)``, an empty one and an odd name are reported; a folder more than
-    :data:`MAX_DEPTH` folders below ``root`` is not entered, its top folder reported; past
-    :data:`MAX_ENTRIES` entries the walk stops (``cut``)."""
+    :data:`MAX_DEPTH` folders below ``root`` is not entered, its top folder reported; at
+    :data:`MAX_ENTRIES` entries the walk stops (``cut``), keeping the entries it listed
+    (a folder's first ones when its own listing is past the budget)."""
     max_depth, limit = MAX_DEPTH, MAX_ENTRIES  # the module's budgets, read at each walk
     found: dict[str, StagedFile] = {}
     left = limit
@@ -74,8 +76,9 @@ def walk(
             continue
         if not entries and depth > 0:
             found[path + "/"] = empty_folder(path + "/")
-        if len(entries) > left:
-            return Walked(dict(sorted(found.items())), limit, cut=True)
+        cut = len(entries) > left
+        if cut:  # what was listed is still judged; the rest is "not listed"
+            entries, pending = entries[:left], []
         left -= len(entries)
         for entry in entries:
             inner = join(path, entry.name)
@@ -94,8 +97,15 @@ def walk(
             else:
                 regular = stat.S_ISREG(entry.mode)
                 found[inner] = StagedFile(
-                    inner, entry.size, entry.mtime, regular, links=entry.links if regular else 1
+                    inner,
+                    entry.size,
+                    entry.mtime,
+                    regular,
+                    links=entry.links if regular else 1,
+                    allocated=entry.allocated if regular else None,
                 )
+        if cut:
+            return Walked(dict(sorted(found.items())), limit, cut=True)
     return Walked(dict(sorted(found.items())), limit)
 
 

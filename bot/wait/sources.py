@@ -194,12 +194,13 @@ class StateFileSource:
     async def _digests(
         self, observer: Observer, state: ReleaseState, listing: Listing
     ) -> dict[str, str]:
-        """Hashes of the claimed files whose size or mtime moved since ``/ready``: only their
-        content tells whether the claim still holds (as the bot's scan decides)."""
+        """Hashes of the claimed files whose mtime moved since ``/ready``: only their content
+        tells whether the claim still holds (as the bot's scan decides). One still being
+        hashed after a moment is not known yet: the claim does not hold until a later look."""
         claims = state.claims.values()
         moved = sorted({path for c in claims for path in needs_digest(c.snapshot, listing)})
         if moved:
-            await observer.digest(self._tag, listing, moved)
+            await observer.look_digests(self._tag, listing, moved)
         return observer.known_digests(self._tag, listing)
 
     def _make_observer(self) -> Observer:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.domain.history import Event, EventKind, ReleaseState
-from bot.domain.plan import PublishPlan
+from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.readiness import Readiness, RoleReadiness
 from bot.domain.records import PydotorgSettings
@@ -25,9 +25,7 @@ from bot.service.gate import Observed
 from bot.service.render import count, event_detail, role_line, when
 
 TIMELINE_LIMIT = 200  # newest events shown; `relbot audit TAG` has them all
-# Files shown, the roles' first, then stray ones: a page and its JSON stay small whatever
-# staging holds (the rest is counted).
-FILES_SHOWN = 300
+FILES_SHOWN = 300  # the roles' first, then stray ones: a page stays small (the rest is counted)
 
 
 class RoleState(StrEnum):
@@ -126,7 +124,8 @@ class ReleaseView:
     signatures_required: bool = False
     last_event: int = 0  # the id of the release's newest event (0: none): a cursor
     aborted: AbortView | None = None
-    files_not_shown: int = 0  # entries past FILES_SHOWN, counted only
+    files_not_shown: int = 0  # entries past FILES_SHOWN, counted only (at least 1 when cut)
+    cut: bool = False  # staging holds more entries than the bot lists
     links: tuple[tuple[str, str], ...] = ()  # (label, URL) of the published release
 
     @property
@@ -183,6 +182,7 @@ class ReleaseView:
                 for f in self.files
             ],
             "files_not_shown": self.files_not_shown,
+            "listing_cut": self.cut,
             "signatures_required": self.signatures_required,
             "holds": [{"by": h.by, "reason": h.reason, "at": _iso(h.at)} for h in self.holds],
             "waivers": [
@@ -213,6 +213,7 @@ def release_view(
     """The board's view of ``tag`` from the gate's last observation and its events."""
     state, readiness = observed.state, observed.readiness
     published = state.is_published and state.publishing is None
+    cut = readiness is not None and readiness.cut
     if readiness is not None:
         roles = tuple(_role_view(r, str(tag)) for r in readiness.roles)
         files = _staged_files(profile, readiness, observed)
@@ -243,7 +244,8 @@ def release_view(
         signatures_required=signatures_required,
         last_event=events[-1].id if events else 0,
         aborted=_last_abort(events),
-        files_not_shown=max(0, total - FILES_SHOWN),
+        files_not_shown=max(0, total - FILES_SHOWN) or int(cut),  # a cut one left some out
+        cut=cut,
         links=tuple(profile.links(tag).items()) if published else (),
     )
 
@@ -338,19 +340,12 @@ def _planned_files(state: ReleaseState, files_url: str | None) -> tuple[FileView
     if plan is None:
         return ()
     status = "published" if state.is_published else "publishing"
+
+    def _url(f: PlanFile) -> str | None:
+        return files_url + quote(f.target) if files_url else None
+
     return tuple(
-        FileView(
-            f.path,
-            f.role,
-            status,
-            True,
-            f.size,
-            f.sha256,
-            None,
-            "",
-            f.target,
-            url=files_url + quote(f.target) if files_url else None,
-        )
+        FileView(f.path, f.role, status, True, f.size, f.sha256, None, "", f.target, url=_url(f))
         for f in plan.files
     )
 

@@ -84,7 +84,13 @@ CONTENT_SECURITY_POLICY = (
 )
 
 ROLE_TONE = {"ready": "good", "complete": "wait", "incomplete": "bad", "withdrawn": "warn"}
-FILE_TONE = {"present": "good", "published": "good", "publishing": "wait", "missing": "bad"}
+FILE_TONE = {
+    "present": "good",
+    "published": "good",
+    "publishing": "wait",
+    "missing": "bad",
+    "unusable": "bad",  # cannot be the artifact: its role's detail says why and what to do
+}
 SIGNATURE_TONE = {"valid": "good", "missing": "warn", "invalid": "bad"}
 
 

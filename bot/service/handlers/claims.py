@@ -6,8 +6,10 @@ from bot.domain import authority
 from bot.domain import commands as cmd
 from bot.domain.files import SnapshotFile
 from bot.domain.history import EventKind, ReleaseState
-from bot.domain.readiness import described
+from bot.domain.readiness import RoleReadiness, described
+from bot.domain.tags import ReleaseTag
 from bot.ports.messages import Reply, Tone
+from bot.service.hashing import StillHashing
 from bot.service.refusals import Refusal, refuse_unless
 from bot.service.render import count, size_text
 from bot.service.services import Services
@@ -23,16 +25,16 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
             "for other kinds of release only)."
         )
     readiness, listing = await s.observer.observe(tag, state, settle=True)
-    role_state = readiness.role(role)
-    if role_state.problems:
-        where = s.conn.storage.staging_location(tag)
-        listed = described(role_state.problems)
-        raise Refusal(
-            f"{role} is not ready for {tag}: {listed}; fix them in {where} and "
-            f"say /ready {role} {tag} again."
-        )
-    paths = [f.path for f in role_state.present]
-    digests = await s.observer.digest(tag, listing, paths)
+    _refuse_problems(s, readiness.role(role), tag)
+    paths = [f.path for f in readiness.role(role).present]
+    looked = await s.observer.look_digests(tag, listing, paths)
+    if looked.faults:  # found while hashing (a sparse file on a server): now its problem
+        readiness = await s.observer.readiness(tag, listing, None, state)
+        _refuse_problems(s, readiness.role(role), tag)
+    if looked.pending:
+        pending = sum(listing[p].size for p in looked.pending)
+        raise StillHashing(tag, looked.pending, pending, looked.done)
+    digests = looked.digests
     snapshot = [
         SnapshotFile(p, listing[p].size, listing[p].mtime, digests[p]).to_json() for p in paths
     ]
@@ -48,6 +50,17 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
         f"{readiness.claimed_roles} of {len(readiness.roles)} roles ready.",
         Tone.SUCCESS,
     )
+
+
+def _refuse_problems(s: Services, role_state: RoleReadiness, tag: ReleaseTag) -> None:
+    """Refuse a claim on a role with problems, naming each (a few, then how many more)."""
+    if role_state.problems:
+        where = s.conn.storage.staging_location(tag)
+        listed = described(role_state.problems)
+        raise Refusal(
+            f"{role_state.role} is not ready for {tag}: {listed}; fix them in {where} and "
+            f"say /ready {role_state.role} {tag} again."
+        )
 
 
 async def unready(s: Services, person: str, command: cmd.Unready, state: ReleaseState) -> Reply:
