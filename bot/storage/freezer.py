@@ -140,13 +140,13 @@ def freeze(fs: FileSystem, places: Places, plan: PublishPlan, *, fresh: bool) ->
         if copied.copy_ino is not None:
             record.copies[f.path] = copied.copy_ino
     if jobs:
-        record.folders = _folders_copied_from(fs, places, plan, record.folders or {})
+        record.folders = folders_copied_from(fs, places, plan, record.folders or {})
         make_folders(fs, places.frozen(tag), places.frozen_area, FOLDER_MODE)
         fs.write_small(places.sources(tag), record.to_bytes())
     return problems
 
 
-def _folders_copied_from(
+def folders_copied_from(
     fs: FileSystem, places: Places, plan: PublishPlan, known: dict[str, str]
 ) -> dict[str, str]:
     """The identities of the staged folders of ``plan``'s files as they are now, after the

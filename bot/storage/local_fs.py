@@ -47,7 +47,7 @@ class LocalFs:
         self._pins: dict[str, int] = {}  # folder -> descriptor holding its flock
 
     def uid(self) -> int:
-        return os.getuid()
+        return os.geteuid()  # the account that owns what the bot makes
 
     def lstat(self, path: str) -> Entry | None:
         try:

@@ -36,7 +36,7 @@ rmf() {{
     if [ -e "$1" ] || [ -L "$1" ]; then echo "$3 changed"; else echo "$3 gone"; fi
   elif [ "$s" != "$2" ]; then echo "$3 changed"
   elif e=$(rm -f -- "$1" 2>&1); then echo "$3 gone"
-  else echo "$3 error $(printf %s "$e" | head -n 1)"
+  else e=$(printf %s "$e" | head -n 1); echo "$3 error ${{e##*: }}"  # rm's reason only
   fi
 }}
 refuse() {{ w="folder $1"; [ -z "$g" ] || w=gone; shift; for i; do echo "$i $w"; done; }}
