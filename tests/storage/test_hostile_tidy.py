@@ -6,6 +6,7 @@ uploader account (tests/uploader.py) races the bot with ``renameat2(RENAME_EXCHA
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -444,3 +445,27 @@ def test_a_fifo_exchanged_for_a_staged_file_during_the_copy_never_hangs_it(
         threading.Thread(target=storage.close, daemon=True).start()
 
     assert {c.problem for c in copied} <= {"", "is not a regular file"}, copied
+
+
+class DroppedAtTidy(LocalStorage):
+    """A backend whose connection drops while it tidies staging (as SFTP lets it through)."""
+
+    def tidy(self, plan: PublishPlan) -> list[str]:
+        raise ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+
+
+async def test_a_tidy_that_fails_is_one_notice_and_the_publish_is_done(world: World) -> None:
+    world.start(DroppedAtTidy(world.staging, world.public))
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+
+    reply = await world.say("hugo", await world.plan("3.14.1"))
+
+    assert "Published 3.14.1" in reply.text, reply.text
+    assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+    notices = [n.text for n in world.chat.posts if n.kind is ChannelKind.NOTICE]
+    said = "3.14.1 is published, but staging was left as it is: Connection reset by peer"
+    assert notices.count(said) == 1, notices
+    assert not [n for n in notices if "stopped at tidy" in n]
+    await world.gate.scan()  # never tried again
+    assert [n.text for n in world.chat.posts if n.kind is ChannelKind.NOTICE] == notices
