@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import json
 import os
 import pwd
 import struct
@@ -21,6 +22,7 @@ import pytest
 
 from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
+from bot.errors import StorageError
 from bot.ports import Left, Storage
 from bot.ports.messages import ChannelKind
 from bot.storage.local import LocalStorage
@@ -469,3 +471,24 @@ async def test_a_tidy_that_fails_is_one_notice_and_the_publish_is_done(world: Wo
     assert not [n for n in notices if "stopped at tidy" in n]
     await world.gate.scan()  # never tried again
     assert [n.text for n in world.chat.posts if n.kind is ChannelKind.NOTICE] == notices
+
+
+def test_a_record_from_before_the_folders_identities_leaves_staging_as_it_is(
+    shared_root: Path, uploader: Uploader, request: pytest.FixtureRequest
+) -> None:
+    """A publish confirmed by a bot that did not record its folders yet (an upgrade between
+    the confirmation and the tidy): nothing says which folders the originals came from."""
+    team, storage = team_in(shared_root, "local", request)
+    plan = plan_for(team, "3.14.1", stage(team, uploader, "3.14.1"))
+    assert publish(storage, plan).problems == ()
+    record = team.work / "frozen" / "3.14.1" / "sources.json"
+    older = json.loads(record.read_bytes())
+    del older["folders"]
+    record.write_text(json.dumps(older))
+    staged = team.staged_files("3.14.1")
+
+    with pytest.raises(StorageError, match="predates the folders' identities, so staging was"):
+        storage.tidy(plan)
+
+    assert team.staged_files("3.14.1") == staged
+    assert not (team.work / "frozen" / "3.14.1").exists()  # the bot's copies are dropped
