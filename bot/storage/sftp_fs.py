@@ -268,7 +268,7 @@ class SftpFs:
         self.conn.sftp.chmod(path, mode)  # not narrowed by the server's umask
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
-        return self.hasher.hash(self.conn, paths)  # afresh: the tidy's proof
+        return self.hasher.hash(self.conn, paths)  # afresh, where they are now
 
     def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
         if not self._exec:
