@@ -68,7 +68,8 @@ async def test_a_file_overwritten_in_staging_while_stuck_is_never_published(
     assert world.staged_files("3.14.1") == {PKG}
     assert (world.staging / "3.14.1" / PKG).read_bytes() == b"replaced after the confirmation"
     notices = world.chat.texts(ChannelKind.NOTICE)
-    assert sum(f"{PKG} changed in staging after" in n for n in notices) == 1, notices
+    left = "staging/3.14.1: 1 file left for their uploaders to remove: "
+    assert sum(f"{left}{PKG} (changed since" in n for n in notices) == 1, notices
 
 
 async def test_a_copy_changed_before_a_resume_stops_once_and_abort_is_the_way_out(

@@ -149,11 +149,12 @@ async def test_one_original_changed_after_the_confirmation_is_left_and_called_it
 
     await confirmed(world)
 
-    [told] = [n for n in notices(world) if "changed in staging" in n.text]
+    [told] = [n for n in notices(world) if "left for their uploaders" in n.text]
     assert told.tag == TAG and told.mentions == ("hugo",)
-    assert f"{PKG} changed in staging after /publish {TAG} was confirmed" in told.text
-    assert "so it was left there" in told.text
-    assert "Remove it from staging (under another name, it can be published later" in told.text
+    assert told.text == (
+        f"staging/{TAG}: 1 file left for their uploaders to remove: {PKG} "
+        "(changed since the confirmation)"
+    )
     assert world.staged_files(TAG) == {PKG}
 
 
@@ -169,9 +170,11 @@ async def test_two_originals_changed_after_the_confirmation_are_called_them(
 
     await confirmed(world)
 
-    [told] = [n for n in notices(world) if "changed in staging" in n.text]
-    assert "so they were left there" in told.text
-    assert "Remove them from staging (under another name, they can be published" in told.text
+    [told] = [n for n in notices(world) if "left for their uploaders" in n.text]
+    assert told.text == (
+        f"staging/{TAG}: 2 files left for their uploaders to remove: {EXE}, {PKG} "
+        "(changed since the confirmation)"
+    )
     assert "tidy: staged originals removed, 2 left: changed since the confirmation" in audit(world)
 
 

@@ -6,17 +6,22 @@ is counted for the operator."""
 
 from __future__ import annotations
 
-import errno
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from bot.domain.history import EventKind
 from bot.domain.plan import PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
+from bot.http_client import RetryPolicy
 from bot.ports.messages import ChannelKind, ChannelMessage
+from bot.pydotorg.registry import PydotorgRegistry
 from bot.storage.local import LocalStorage
 from bot.web.board import release_view
 from tests.conftest import RecordingChat, World
+from tests.doubles.pydotorg import PydotorgDouble
 from tests.test_metrics import value
 
 TAG = "3.14.1"
@@ -26,11 +31,10 @@ EXE = "python-3.14.1.exe"
 
 class Faulty(LocalStorage):
     """Local folders with the faults a server has, switched on and off by the test: a full
-    disk while copying, a connection reset while tidying staging, a public folder that
-    cannot be looked at, copies that cannot be dropped."""
+    disk while copying, a public folder that cannot be looked at, copies that cannot be
+    dropped."""
 
     disk_full = False
-    reset_at_tidy = False
     blind = False
     undroppable = False
 
@@ -38,11 +42,6 @@ class Faulty(LocalStorage):
         if self.disk_full:
             raise StorageError(f"Cannot copy the files of {plan.tag}: No space left on device.")
         return super().freeze(plan, fresh=fresh)
-
-    def tidy(self, plan: PublishPlan) -> list[str]:
-        if self.reset_at_tidy:  # as a backend lets a dropped connection through
-            raise ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
-        return super().tidy(plan)
 
     def in_public(self, plan: PublishPlan) -> list[str]:
         if self.blind:
@@ -136,27 +135,41 @@ async def test_a_publish_waiting_at_the_promotion_says_abort_cancels_it_while_no
     assert told(world, "stopped at promote").mentions == ("hugo",)
 
 
+@pytest.fixture
+def api() -> Iterator[PydotorgDouble]:
+    with PydotorgDouble() as double:
+        yield double
+
+
+def registry_down(world: World, api: PydotorgDouble) -> None:
+    """python.org's API failing every registration: the step after the promotion waits."""
+    api.add_release(f"Python {TAG}")
+    once = RetryPolicy(attempts=1, backoff=0.0, sleep=lambda _: None)
+    world.conn.registry = PydotorgRegistry(api.url, "rm:key", world.profile, retry=once)
+    api.fail("create", status=503, times=1000)
+
+
 async def test_a_step_after_the_promotion_waits_in_the_words_of_its_cause_with_no_abort(
-    world: World,
+    world: World, api: PydotorgDouble
 ) -> None:
-    storage = faulty(world)
-    storage.reset_at_tidy = True
+    registry_down(world, api)
 
     reply = await confirm(world)
 
     said = (
-        "Publishing 3.14.1 stopped at tidy: Connection reset by peer. It resumes by itself "
-        "once that is fixed."
+        "Publishing 3.14.1 stopped at register: python.org refused to create the record 'XZ "
+        "compressed source tarball' (https://www.python.org/ftp/python/3.14.1/Python-3.14.1"
+        ".tar.xz) (HTTP 503: injected fault). It resumes by itself once that is fixed."
     )
     assert reply == f"Publishing 3.14.1 did not finish. {said}"
-    assert told(world, "stopped at tidy").text == said
+    assert told(world, "stopped at register").text == said
 
 
 async def test_a_publish_past_the_promotion_is_never_aborted_even_when_storage_cannot_tell(
-    world: World,
+    world: World, api: PydotorgDouble
 ) -> None:
     storage = faulty(world)
-    storage.reset_at_tidy = True
+    registry_down(world, api)
     await confirm(world)
     storage.blind = True  # the journal says the files were moved: that is enough
 

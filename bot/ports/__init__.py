@@ -32,6 +32,20 @@ class PromotionReport:
     problems: tuple[str, ...] = ()
 
 
+class Left(str):
+    """A staged original the tidy left in staging (its path), with ``why``: ``changed``
+    (not the file the bot copied any more), ``folder REL`` (its folder REL is not the one
+    the bot copied from: replaced, or a link now), or ``error REASON`` (the server's
+    words, as ``Permission denied``)."""
+
+    why: str
+
+    def __new__(cls, path: str, why: str = "changed") -> Left:
+        left = super().__new__(cls, path)
+        left.why = why
+        return left
+
+
 class Storage(Protocol):
     """Staging and public folders. Blocking calls: the gate runs them in worker threads.
 
@@ -105,8 +119,10 @@ class Storage(Protocol):
 
     def tidy(self, plan: PublishPlan) -> list[str]:
         """Once the plan is public: remove each staged original still identical to the file
-        the bot copied, and the bot's copies; returns the originals left in staging because
-        they changed after the confirmation."""
+        the bot copied (never through a link at any level of staging), and the bot's copies;
+        returns the originals left in staging (:class:`Left`, sorted). ``StorageError`` when
+        staging was left as it is (the server runs no commands, a record from before the
+        folders' identities, an unreachable server)."""
         ...
 
     def read(self, tag: ReleaseTag, path: str, limit: int) -> bytes:
@@ -362,6 +378,7 @@ __all__ = [
     "DownloadsReport",
     "Forum",
     "Journal",
+    "Left",
     "PromotionReport",
     "PublicDownloads",
     "PurgeOutcome",

@@ -11,8 +11,11 @@ whatever happens in staging after the confirmation changes nothing of the publis
 
 The staged originals stay in staging until the release is public, so ``/abort`` only drops
 the bot's copies. Then each original is removed if it is still the file the bot copied (same
-inode, size and ctime, which no uploader can set back); one changed since is left where it
-is, and named.
+inode, size and ctime, which no uploader can set back), from the folder the bot copied it
+from: the freeze records each staged folder's identity (device and inode, reached without
+following a link), and the tidy enters each folder the same way, checks it against the
+record and removes relative to the folder it holds (``local_tidy``, ``remote_tidy``). What
+it cannot remove (changed, a folder replaced, no permission) is left where it is, and named.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.errors import StorageError
+from bot.ports import Left
 from bot.storage.primitives import (
     FILE_MODE,
     FOLDER_MODE,
@@ -44,18 +48,23 @@ class Record:
     """What the bot keeps about its copies of one release, in its own area
     (``WORK/frozen/TAG/sources.json``): each staged original's :class:`Stamp` as the copy
     found it, the SHA-256 each copy was made with, and the inode of each copy where the
-    backend reports inodes."""
+    backend reports inodes. ``folders``: the identity (``DEVICE:INODE``) of each staged
+    folder the originals were copied from, by path below the release's folder (``""``: the
+    release's folder itself); None in a record made before the bot kept them."""
 
     sources: dict[str, Stamp | None] = field(default_factory=dict)
     copies: dict[str, int] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
+    folders: dict[str, str] | None = None
 
     def to_bytes(self) -> bytes:
-        data = {
+        data: dict[str, object] = {
             "sources": {p: s.to_json() if s else None for p, s in sorted(self.sources.items())},
             "copies": dict(sorted(self.copies.items())),
             "sha256": dict(sorted(self.sha256.items())),
         }
+        if self.folders is not None:
+            data["folders"] = dict(sorted(self.folders.items()))
         return json.dumps(data).encode() + b"\n"
 
     @classmethod
@@ -67,9 +76,11 @@ class Record:
             sources = {str(p): Stamp.from_json(s) for p, s in data["sources"].items()}
             copies = {str(p): int(i) for p, i in data["copies"].items()}
             sha256 = {str(p): str(h) for p, h in data["sha256"].items()}
+            kept = data.get("folders")
+            folders = None if kept is None else {str(p): str(i) for p, i in kept.items()}
         except (ValueError, KeyError, TypeError, AttributeError):
             return cls()  # unreadable: every copy is made again, every original hashed
-        return cls(sources, copies, sha256)
+        return cls(sources, copies, sha256, folders)
 
     def made(self, f: PlanFile) -> bool:
         """Whether the copy of ``f`` in place was made for these bytes."""
@@ -129,9 +140,27 @@ def freeze(fs: FileSystem, places: Places, plan: PublishPlan, *, fresh: bool) ->
         if copied.copy_ino is not None:
             record.copies[f.path] = copied.copy_ino
     if jobs:
+        record.folders = folders_copied_from(fs, places, plan, record.folders or {})
         make_folders(fs, places.frozen(tag), places.frozen_area, FOLDER_MODE)
         fs.write_small(places.sources(tag), record.to_bytes())
     return problems
+
+
+def folders_copied_from(
+    fs: FileSystem, places: Places, plan: PublishPlan, known: dict[str, str]
+) -> dict[str, str]:
+    """The identities of the staged folders of ``plan``'s files as they are now, after the
+    copies (a folder not reachable without a link is left out: the tidy leaves its files).
+    A swap during the copy cannot lend a public folder's identity: no uploader can move a
+    public folder into staging."""
+    tag = str(plan.tag)
+    wanted = sorted({"", *(a for f in plan.files for a in _parents(f.path))})
+    found = fs.folder_ids(places.staging, [posixpath.join(tag, r) if r else tag for r in wanted])
+    ids = {r: found.get(posixpath.join(tag, r) if r else tag) for r in wanted}
+    return {
+        **{r: i for r, i in known.items() if r not in ids},
+        **{r: i for r, i in ids.items() if i},
+    }
 
 
 def add_copies(
@@ -198,57 +227,51 @@ def discard(fs: FileSystem, places: Places, tag: object) -> None:
 
 def tidy(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
     """Once ``plan`` is public: remove each staged original that is still the file the bot
-    copied, the folders left empty, and the bot's copies of the release; returns the
-    originals left in staging because they changed since the copy."""
+    copied, from the folder it copied it from, never through a link at any level of
+    staging; then the folders left empty and the bot's copies of the release. Returns the
+    originals left in staging (:class:`bot.ports.Left`: each with why). ``StorageError``
+    when staging was left as it is (a record from before the folders' identities, a server
+    that runs no commands)."""
     tag = plan.tag
     check_area(fs, places, places.frozen_area)
     record = read_record(fs, places, tag)
-    staged = {f.path: places.staged(tag, f.path) for f in plan.files}
-    now = fs.stamps(list(staged.values()))
-    remove: list[PlanFile] = []
-    unsure: list[PlanFile] = []
-    left: list[str] = []
+    if record.folders is None:
+        discard(fs, places, tag)
+        raise StorageError(
+            f"the bot's record of its copies of {tag} predates the folders' identities, so "
+            "staging was left as it is"
+        )
+    files: dict[str, Stamp] = {}
     for f in plan.files:
-        found, copied = now[staged[f.path]], record.sources.get(f.path)
+        copied = record.sources.get(f.path)
         if copied is None and f.path in record.sources:
             continue  # made by the bot (a signature): it has no original in staging
-        if found is None:
-            continue  # gone already (a repeated tidy), or not a regular file any more
-        if copied is not None and copied.complete and found == copied:
-            remove.append(f)
-        elif copied is not None and not copied.complete and found.size == copied.size:
-            unsure.append(f)  # no ctime here: only the bytes can tell
-        else:
-            left.append(f.path)
-    if unsure:
-        digests = fs.hash([staged[f.path] for f in unsure])
-        for f in unsure:
-            if digests[staged[f.path]] == f.sha256:
-                remove.append(f)
-            else:
-                left.append(f.path)
-    for f in remove:
-        with contextlib.suppress(FileNotFoundError):
-            fs.remove(staged[f.path])
-    prune(fs, places.staged(tag))
+        # no stamp of the original (an unreadable record): it can only be left
+        files[f"{tag}/{f.path}"] = copied or Stamp(None, -1, 0, None)
+    folders = {posixpath.join(str(tag), r) if r else str(tag): i for r, i in record.folders.items()}
+    try:
+        left = fs.remove_staged(places.staging, files, folders)
+    except StorageError:
+        discard(fs, places, tag)
+        raise
     discard(fs, places, tag)
-    return sorted(left)
+    prefix = f"{tag}/"
+    return sorted(
+        Left(p.removeprefix(prefix), why.replace(f"folder {prefix}", "folder ", 1))
+        for p, why in left.items()
+    )
+
+
+def _parents(path: str) -> list[str]:
+    """The folders above ``path`` (relative): ``a``, ``a/b`` for ``a/b/c``."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def targets_in_public(fs: FileSystem, places: Places, plan: PublishPlan) -> list[str]:
     """The plan's public targets that exist now (any content)."""
     listed = Listings(fs)
     return [f.target for f in plan.files if listed.entry(places.target(f)) is not None]
-
-
-def prune(fs: FileSystem, root: str) -> None:
-    """Remove folders left empty under ``root`` and ``root`` itself, innermost first (a
-    folder someone staged more into stays)."""
-    folders = _folders(fs, root)
-    if folders is not None:
-        folders.append(root)
-    for folder in sorted(folders or [], key=lambda d: -d.count("/")):
-        fs.rmdir(folder)
 
 
 def holds_exactly(fs: FileSystem, root: str, expected: set[str]) -> bool:
@@ -275,18 +298,6 @@ def holds_exactly(fs: FileSystem, root: str, expected: set[str]) -> bool:
         return True
 
     return walk(root, "") and found == expected
-
-
-def _folders(fs: FileSystem, root: str) -> list[str] | None:
-    entries = fs.listdir(root)
-    if entries is None:
-        return None
-    found = []
-    for name, entry in entries.items():
-        if entry.is_dir:
-            inner = posixpath.join(root, name)
-            found += [inner, *(_folders(fs, inner) or [])]
-    return found
 
 
 def ancestors(folder: str, stop: str) -> list[str]:

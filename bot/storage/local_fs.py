@@ -12,12 +12,13 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.errors import StorageError
+from bot.storage import local_tidy
 from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
 
 Moving = Callable[[Path, Path], None]
@@ -46,7 +47,7 @@ class LocalFs:
         self._pins: dict[str, int] = {}  # folder -> descriptor holding its flock
 
     def uid(self) -> int:
-        return os.getuid()
+        return os.geteuid()  # the account that owns what the bot makes
 
     def lstat(self, path: str) -> Entry | None:
         try:
@@ -123,6 +124,14 @@ class LocalFs:
         for folder in {os.path.dirname(job.target) for job in jobs}:
             fsync_dir(Path(folder))  # the renames of the copies are durable too
         return results
+
+    def folder_ids(self, root: str, folders: Sequence[str]) -> dict[str, str]:
+        return local_tidy.folder_ids(root, folders)
+
+    def remove_staged(
+        self, root: str, files: Mapping[str, Stamp], folders: Mapping[str, str]
+    ) -> dict[str, str]:
+        return local_tidy.remove_staged(root, files, folders)
 
     def read_small(self, path: str, limit: int) -> bytes | None:
         return read_small(Path(path), limit)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -171,6 +171,26 @@ class FileSystem(Protocol):
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
         """SHA-256 of regular files, computed afresh where they are."""
+        ...
+
+    def folder_ids(self, root: str, folders: Sequence[str]) -> dict[str, str]:
+        """The identity (``DEVICE:INODE``) of each folder (a path relative to ``root``),
+        reached from ``root`` without following a link at any level below it; a path that
+        is not a folder all the way down is left out, and every one where the backend cannot
+        tell (SFTP without exec)."""
+        ...
+
+    def remove_staged(
+        self, root: str, files: Mapping[str, Stamp], folders: Mapping[str, str]
+    ) -> dict[str, str]:
+        """Remove each file (a path relative to ``root``) whose :class:`Stamp` is still
+        ``files[path]``, then each folder of ``folders`` left empty, innermost first. Every
+        folder is entered from ``root`` without following a link at any level, and only
+        when its identity is the one ``folders`` recorded (``DEVICE:INODE``); each removal
+        is relative to the folder so held, so a path swapped meanwhile cannot redirect it.
+        Returns what was left and why (``changed``, ``folder REL``: its folder is not the
+        recorded one, ``error REASON``); a file already gone is not left.
+        ``StorageError`` where the backend cannot do this (SFTP without exec)."""
         ...
 
     def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:

@@ -3,9 +3,12 @@ files shared among parallel processes, each file copied (``cp --reflink=auto``: 
 an in-kernel copy, never a read through the network), hashed from the copy, made durable and
 read-only, and renamed into place only when its bytes are the confirmed ones.
 
-``cp -PR`` never follows a symlink and never opens a FIFO or a device (it would make a link
-or a node, which the script then refuses): a staged name swapped for one cannot make the bot
-copy something else or hang.
+Each file is copied from a descriptor, never from its path: a small shell opens the staged
+file once (``exec 3<``), checks the file it opened (``stat -L /dev/fd/3``) is a regular file
+with the inode the ``lstat`` before saw, and only then runs ``cp`` on ``/dev/fd/3`` (which
+reopens that very file: a reflink or an in-kernel copy still). A folder, a link or a FIFO
+swapped in for the staged name costs no copy (nothing is written to the work folder), and an
+open that blocks (a FIFO with no writer) is given up after :data:`OPEN_SECONDS`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,18 @@ from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
 
 PROCESSES = 4  # files copied and hashed at once on the server
+OPEN_SECONDS = 3  # how long opening a staged file may block (only a FIFO does)
 STAMP = "%i|%s|%.9Y|%.9Z"  # inode, size, mtime and ctime in nanoseconds
+
+# The copier: $1 source, $2 target, $3 the inode lstat saw. Exit 3: the file it opened is not
+# that regular file. A blocked open dies of timeout's USR1 (exit 138); once open, USR1 is
+# ignored (by cp too, through exec), so a long copy is never cut short.
+_COPIER = """exec 3<"$1"
+trap '' USR1
+m=$(stat -L -c %f:%i /dev/fd/3) || exit 2
+[ $(( 0x${m%%:*} & 0170000 )) -eq $(( 0100000 )) ] && [ "${m#*:}" = "$3" ] || exit 3
+exec cp --reflink=auto --no-preserve=all -- /dev/fd/3 "$2"
+"""
 
 # $1 index, $2 source, $3 target, $4 expected SHA-256; one line out: "INDEX WHAT ...". The
 # copy's write-back to disk starts as soon as it is made (sync -d in the background) and
@@ -29,11 +43,14 @@ _ONE = f"""one() {{
   fi
   b=$(stat -c '{STAMP}' -- "$2" 2>/dev/null) || {{ echo "$1 missing"; return; }}
   t="$3.part"
-  if [ -e "$t" ] || [ -L "$t" ]; then rm -rf -- "$t"; fi  # left by a crash
-  if ! e=$(cp -PR --reflink=auto --no-preserve=all -- "$2" "$t" 2>&1); then
-    rm -rf -- "$t"; echo "$1 error $(printf %s "$e" | head -n 1)"; return
-  fi
-  if [ -L "$t" ] || [ ! -f "$t" ]; then rm -rf -- "$t"; echo "$1 odd"; return; fi
+  if [ -e "$t" ] || [ -L "$t" ]; then rm -rf -- "$t"; fi  # left by a crash (cp -R once)
+  e=$(timeout --preserve-status -s USR1 {OPEN_SECONDS} sh -c "$C" sh "$2" "$t" "${{b%%"|"*}}" 2>&1)
+  case $? in
+    0) ;;
+    3|138) rm -f -- "$t"; echo "$1 odd"; return;;
+    *) rm -f -- "$t"; echo "$1 error $(printf %s "$e" | head -n 1)"; return;;
+  esac
+  if [ -L "$t" ] || [ ! -f "$t" ]; then rm -f -- "$t"; echo "$1 odd"; return; fi
   {{ chmod 444 -- "$t" && sync -d -- "$t"; }} 2>"$d/e$1" & s=$!
   h=$($H < "$t") || h=-
   if ! wait $s; then rm -f -- "$t"; echo "$1 error $(head -n 1 "$d/e$1")"; return; fi
@@ -88,6 +105,7 @@ def _script(batch: list[tuple[int, CopyJob]]) -> str:
             "export LC_ALL=C",
             "NL='\n'",
             "H='sha256sum'; command -v openssl >/dev/null 2>&1 && H='openssl dgst -sha256 -r'",
+            f"C={shlex.quote(_COPIER)}",
             _ONE,
             "d=$(mktemp -d) || exit 1",
             "trap 'rm -rf \"$d\"' EXIT",

@@ -18,7 +18,7 @@ import logging
 import posixpath
 import shlex
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from paramiko.sftp import (
 )
 
 from bot.errors import StorageError
+from bot.storage import remote_tidy
 from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
 from bot.storage.remote_copy import copy_on_server, parse_stamp, stamp_command
 from bot.storage.remote_hash import RemoteHasher, chunks
@@ -267,7 +268,7 @@ class SftpFs:
         self.conn.sftp.chmod(path, mode)  # not narrowed by the server's umask
 
     def hash(self, paths: Sequence[str]) -> dict[str, str]:
-        return self.hasher.hash(self.conn, paths)  # afresh: the tidy's proof
+        return self.hasher.hash(self.conn, paths)  # afresh, where they are now
 
     def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
         if not self._exec:
@@ -277,6 +278,23 @@ class SftpFs:
             with self.conn.client.open_sftp() as writer:
                 return [self._stream(job, writer) for job in jobs]
         return copy_on_server(self.ssh, self.conn, jobs)
+
+    def folder_ids(self, root: str, folders: Sequence[str]) -> dict[str, str]:
+        if not self._exec or not folders:
+            return {}  # the tidy then leaves staging as it is
+        return remote_tidy.folder_ids(self.ssh, self.conn, root, folders)
+
+    def remove_staged(
+        self, root: str, files: Mapping[str, Stamp], folders: Mapping[str, str]
+    ) -> dict[str, str]:
+        if not self._exec:
+            raise StorageError(
+                f"{self.where} runs no commands for the bot, and SFTP alone cannot remove a "
+                "file without following the links of its path"
+            )
+        if not files:
+            return {}
+        return remote_tidy.remove_staged(self.ssh, self.conn, root, files, folders)
 
     def _stream(self, job: CopyJob, writer: paramiko.SFTPClient) -> Copied:
         """Without exec: the bytes come through the bot and go back, hashed as they are

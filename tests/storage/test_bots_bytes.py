@@ -135,7 +135,7 @@ async def test_a_handle_or_a_working_folder_from_before_the_confirmation_change_
     assert (release / TGZ).read_bytes() == staged[TGZ] + b"EVIL"
     assert (release / PKG).read_bytes() == b"EVIL"
     assert (release / "added.txt").read_bytes() == b"new"
-    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "changed in staging" in n]
+    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "left for their uploaders" in n]
     assert TGZ in told and PKG in told
     unchanged = set(staged) - {TGZ, PKG}
     assert not any((release / p).exists() for p in unchanged)  # removed once public
@@ -168,7 +168,7 @@ async def test_over_sftp_a_handle_and_a_session_in_staging_from_before_change_no
     assert (world.public / "3.14.1" / TGZ).read_bytes() == staged[TGZ]
     assert (world.public / "3.14.1" / PKG).read_bytes() == staged[PKG]
     assert (release / TGZ).read_bytes() == staged[TGZ] + b"EVIL"  # left, and named
-    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "changed in staging" in n]
+    (told,) = [n for n in world.chat.texts(ChannelKind.NOTICE) if "left for their uploaders" in n]
     assert TGZ in told and PKG in told
     unchanged = set(staged) - {TGZ, PKG}
     assert not any((release / p).exists() for p in unchanged)  # removed once public

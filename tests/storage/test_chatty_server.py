@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
 from tests.sshd import SshServer
 from tests.storage.conftest import (
     plan_for,
@@ -86,7 +87,8 @@ def test_a_release_is_still_published_whole_through_sftp_alone(
             f.path: f.sha256 for f in plan.files
         }
         report = publish(storage, plan)
-        assert storage.tidy(plan) == []
+        with pytest.raises(StorageError, match="runs no commands"):  # staging stays
+            storage.tidy(plan)
     finally:
         storage.close()
 
@@ -94,7 +96,7 @@ def test_a_release_is_still_published_whole_through_sftp_alone(
     assert team.public_files() == {
         f"3.14.0/{path}": f"content of {path}".encode() for path in FILES
     }
-    assert not (staging / TAG).exists()
+    assert set(team.staged_files(TAG)) == set(FILES)  # no command to remove them safely
 
 
 @pytest.fixture

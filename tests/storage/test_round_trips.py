@@ -14,6 +14,7 @@ import pytest
 
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, plan_for, sftp_storage, staged_release
 
@@ -38,7 +39,10 @@ def costs(server: SshServer, team: Backend) -> dict[str, dict[str, int]]:
     try:
         for name, step in steps.items():
             before = Counter(storage.requests)
-            step()
+            try:
+                step()
+            except StorageError as err:  # a tidy that leaves staging as it is
+                found[f"{name} refused"] = {str(err): 1}
             found[name] = dict(Counter(storage.requests) - before)
     finally:
         storage.close()
@@ -56,7 +60,7 @@ def test_with_exec(sshd: SshServer, tmp_path: Path, public_folder: bool) -> None
     assert steps["freeze"] == {
         "stat": 20,
         "listdir": 5,
-        "exec": 2,
+        "exec": 3,  # the copies, and the identities of the folders they were copied from
         "mkdir": 9,
         "copy": 1,  # every copy in one command on the server
         "write": 1,  # the freeze record
@@ -81,20 +85,15 @@ def test_with_exec(sshd: SshServer, tmp_path: Path, public_folder: bool) -> None
             "rmdir": 1,
             "rename": 2,
         }
-    assert steps["tidy"] == {
-        "stat": 7,
-        "listdir": 5,
-        "exec": 2,
-        "read": 1,
-        "rmdir": 3,
-        "remove": 4,
-    }
+    # every removal and the emptied folders in one command, the copies dropped by another
+    assert steps["tidy"] == {"stat": 7, "listdir": 2, "exec": 2, "read": 1}
 
 
 def test_without_exec(sftp_only_sshd: SshServer, tmp_path: Path) -> None:
     steps = costs(sftp_only_sshd, staged_release(tmp_path, TAG, FILES))
     # Each file's bytes come through the bot: hashed by download, copied through the bot,
-    # checked in public by download, and each original hashed again before its removal.
+    # checked in public by download; staging is left as it is (SFTP alone cannot remove a
+    # file without following the links of its path), only the bot's copies are dropped.
     assert steps["scan"] == {"connect": 1, "stat": 1, "listdir": 3, "exec": 1, "download": 4}
     assert steps["again"] == {"stat": 1, "listdir": 3}
     assert steps["freeze"] == {"stat": 24, "listdir": 5, "download": 4, "mkdir": 9, "write": 1}
@@ -107,14 +106,9 @@ def test_without_exec(sftp_only_sshd: SshServer, tmp_path: Path) -> None:
         "rmdir": 1,
         "rename": 2,
     }
-    assert steps["tidy"] == {
-        "stat": 11,
-        "listdir": 6,
-        "download": 4,
-        "read": 1,
-        "rmdir": 5,
-        "remove": 5,
-    }
+    [refused] = steps["tidy refused"]
+    assert "runs no commands for the bot" in refused
+    assert steps["tidy"] == {"stat": 7, "listdir": 3, "read": 1, "rmdir": 2, "remove": 1}
 
 
 @pytest.mark.parametrize("server", ["sshd", "sftp_only_sshd"], ids=["exec", "sftp-only"])

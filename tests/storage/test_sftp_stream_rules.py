@@ -17,7 +17,6 @@ from unittest.mock import ANY
 import paramiko
 import pytest
 
-from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.storage.primitives import Copied, CopyJob, Stamp
 from bot.storage.sftp import Connection, SftpStorage
@@ -174,76 +173,27 @@ def test_without_exec_an_uploaders_file_swapped_for_a_link_to_roots_file_is_refu
     assert {f"3.14.0/{TGZ}", f"3.14.0/{TGZ}.part"} & work_files(team) == set()  # nor a .part
 
 
-# -- the tidy: each original's stamp, as the copy saw it --------------------------------------
+# -- the tidy: without exec, staging is left as it is ---------------------------------------
 
 
-def test_without_exec_the_tidy_removes_every_original_the_bot_copied_an_empty_one_too(
+def test_without_exec_the_tidy_leaves_staging_as_it_is_and_says_why(
     sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
 ) -> None:
-    team.write(TAG, "empty.txt", b"")
-    paths = [*FILES, "empty.txt"]
-    plan = plan_for(team, TAG, paths)
-    storage = sftp_storage(sftp_only_sshd, team.staging, team.public)
-    closing.append(storage)
-    report = publish(storage, plan)
-    assert report.problems == ()
-    assert set(team.public_files()) == {f"3.14.0/{p}" for p in paths}
-
-    assert storage.tidy(plan) == []  # none changed since the copy
-
-    assert not (team.staging / TAG).exists()
-
-
-def test_without_exec_the_tidy_leaves_alone_what_is_no_longer_the_file_it_copied(
-    sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
-) -> None:
-    """After the publish, one original is removed and another is swapped for a symlink to
-    its public copy: the same bytes behind it, and an lstat of the same size and mtime. The
-    tidy removes neither the symlink nor anything it points to, and does not fail on the
-    missing one."""
-    exe, arm = FILES[1], FILES[2]
-    public = team.public / "3.14.0" / exe
-    content = os.urandom(len(str(public)) + 40)  # longer than the link's target, by 2 x 20
-    team.write(TAG, exe, content)
+    """SFTP alone removes by path, following every link of the path but the last: after
+    the publish, the originals' folder swapped for a link to public would make each
+    removal a public one. Without exec the tidy removes nothing in staging, and says why;
+    the bot's copies go."""
     plan = plan_for(team, TAG, FILES)
     storage = sftp_storage(sftp_only_sshd, team.staging, team.public)
     closing.append(storage)
     assert publish(storage, plan).problems == ()
-    (team.staging / TAG / arm).unlink()
-    staged = team.staging / TAG / exe
-    mtime = int(staged.stat().st_mtime)
-    # The same size to an lstat: a link's size is the length of the path it names.
-    staged.unlink()
-    staged.symlink_to(f"{public.parent}{'/.' * 20}/{public.name}")
-    os.utime(staged, (mtime, mtime), follow_symlinks=False)
-    assert staged.lstat().st_size == len(content)
+    staged = team.staged_files(TAG)
 
-    assert storage.tidy(plan) == []
+    with pytest.raises(StorageError, match="runs no commands for the bot, and SFTP alone"):
+        storage.tidy(plan)
 
-    assert staged.is_symlink() and public.read_bytes() == content
-
-
-def test_without_exec_the_tidy_hashes_an_original_afresh_not_from_the_scans_cache(
-    sftp_only_sshd: SshServer, team: Backend, closing: list[SftpStorage]
-) -> None:
-    """The scan caches each staged file's digest by its size and mtime. An original
-    rewritten after the publish with other bytes of the same size, its mtime put back, is
-    the same to both: only its bytes tell, and the tidy leaves it in staging."""
-    plan = plan_for(team, TAG, FILES)
-    storage = sftp_storage(sftp_only_sshd, team.staging, team.public)
-    closing.append(storage)
-    tag = ReleaseTag.parse(TAG)
-    assert storage.list_staging(tag) is not None  # what a scan does: list, then hash
-    assert storage.digest(tag, FILES) == {f.path: f.sha256 for f in plan.files}
-    assert publish(storage, plan).problems == ()
-    staged = team.staging / TAG / TGZ
-    before = staged.stat()
-    staged.write_bytes(staged.read_bytes()[::-1])
-    os.utime(staged, ns=(before.st_atime_ns, before.st_mtime_ns))
-
-    assert storage.tidy(plan) == [TGZ]
-
-    assert team.staged_files(TAG) == {TGZ: f"content of {TGZ}".encode()[::-1]}
+    assert team.staged_files(TAG) == staged
+    assert not (team.work / "frozen" / TAG).exists()
 
 
 # -- on the filesystem interface itself ----------------------------------------------------------

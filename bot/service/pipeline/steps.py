@@ -40,9 +40,9 @@ from bot.domain.history import ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.text import listing
-from bot.errors import PublishStopped, StagedChanged
+from bot.errors import PublishStopped, StagedChanged, StateWriteError, StorageError
 from bot.metrics import Metrics
-from bot.ports import Journal
+from bot.ports import Journal, Left
 from bot.ports.messages import ChannelKind, ChannelMessage, Once
 from bot.service import windows_index
 from bot.service.connections import Connections
@@ -246,7 +246,9 @@ class Announce:
 
 class Tidy:
     """Remove the staged originals the release was copied from (those still exactly what the
-    bot copied) and the bot's copies; a changed original is left in staging and named."""
+    bot copied, from the folders it copied them from) and the bot's copies. The release is
+    public by now: whatever the tidy cannot do is one line to the channel, never a stop and
+    never a retry (only a state that cannot be written stops it)."""
 
     name = "tidy"
 
@@ -258,24 +260,43 @@ class Tidy:
         plan = run.plan
         try:
             left = await asyncio.to_thread(self._conn.storage.tidy, plan)
-        except PublishStopped as err:  # the work folder is not the bot's: touch nothing
+        except StateWriteError:
+            raise
+        except (StorageError, OSError) as err:  # the work folder not the bot's, a dropped link
+            why = str(err) if isinstance(err, StorageError) else err.strerror or str(err)
             await self._reporter.notice(
-                plan.tag, f"{plan.tag} is published, but staging was left as it is: {err}"
+                plan.tag, f"{plan.tag} is published, but staging was left as it is: {why}"
             )
-            return f"staging left as it is: {err}"
+            return f"staging left as it is: {why}"
         if not left:
             return "staged originals removed"
-        one = len(left) == 1
-        them, they = ("it", "it") if one else ("them", "they")
+        reasons = _reasons(left)
+        count = "1 file" if len(left) == 1 else f"{len(left)} files"
         await self._reporter.notice(
             plan.tag,
-            f"{listing(left)} changed in staging after /publish {plan.tag} was confirmed, so "
-            f"{they} {'was' if one else 'were'} left there: what is public is "
-            f"the confirmed file. Remove {them} from staging (under another name, {they} "
-            "can be published later as late files).",
+            f"staging/{plan.tag}: {count} left for their uploaders to remove: "
+            f"{listing(list(left), 10)} ({'; '.join(reasons.values())})",
             mentions=who(run.state.publisher),
         )
-        return f"staged originals removed, {len(left)} left: changed since the confirmation"
+        return f"staged originals removed, {len(left)} left: {'; '.join(reasons)}"
+
+
+def _reasons(left: list[str]) -> dict[str, str]:
+    """Why the tidy left files, by kind: the kind (for the journal) to its sentence (for
+    the channel), naming the files when there is more than one kind."""
+    kinds: dict[str, list[str]] = {}
+    for path in left:
+        why = path.why if isinstance(path, Left) else "changed"
+        if why == "changed":
+            kind = "changed since the confirmation"
+        elif why.startswith("folder "):
+            kind = f"{why.removeprefix('folder ')}/ is not the folder they were copied from"
+        else:
+            kind = why.removeprefix("error ")
+        kinds.setdefault(kind, []).append(path)
+    if len(kinds) == 1:
+        return {kind: kind for kind in kinds}
+    return {kind: f"{listing(paths, 3)}: {kind}" for kind, paths in kinds.items()}
 
 
 def who(person: str | None) -> list[str]:
