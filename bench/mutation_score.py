@@ -180,6 +180,7 @@ SUITES = {
             "tests/storage/test_crash_restart.py",
             "tests/storage/test_stops.py",
             "tests/test_wait.py",
+            "tests/test_wait_rules.py",
             "tests/test_gate_registry.py",
             "tests/test_windows_index_registry.py",
             "tests/test_release_cycle_pinned.py",
@@ -255,7 +256,7 @@ SUITES = {
     "wait": Suite(
         "relbot wait: when a release has reached the state asked, and when to give up",
         ["bot/wait/*"],
-        ["tests/test_wait.py"],
+        ["tests/test_wait.py", "tests/test_wait_rules.py"],
     ),
     "config": Suite(
         "the configuration: every key checked, one sentence naming the key",
