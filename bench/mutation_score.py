@@ -256,7 +256,7 @@ SUITES = {
     "wait": Suite(
         "relbot wait: when a release has reached the state asked, and when to give up",
         ["bot/wait/*"],
-        ["tests/test_wait.py", "tests/test_wait_rules.py"],
+        ["tests/test_wait.py", "tests/test_wait_rules.py", "tests/test_wait_on_the_board.py"],
     ),
     "config": Suite(
         "the configuration: every key checked, one sentence naming the key",
