@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import httpx
 
@@ -29,7 +29,13 @@ class PydotorgApi(HttpService):
             ) from None
 
     def _send(
-        self, method: str, url: httpx.URL, *, what: str, body: Mapping[str, object] | None = None
+        self,
+        method: str,
+        url: httpx.URL,
+        *,
+        what: str,
+        body: Mapping[str, object] | None = None,
+        on_rate_limit: Callable[[float], None] | None = None,
     ) -> tuple[httpx.Response, int]:
         """The answer to one request (retried as the client's policy says) and how many
         attempts it took. Raises :class:`RegistryError` when python.org cannot be reached."""
@@ -39,11 +45,13 @@ class PydotorgApi(HttpService):
                 url,
                 content=None if body is None else json.dumps(body).encode(),
                 headers={} if body is None else {"Content-Type": "application/json"},
+                on_rate_limit=on_rate_limit,
             )
         except httpx.TransportError as err:
+            tries = "once" if method == "POST" else f"after {self._http.retry.attempts} attempts"
             raise RegistryError(
-                f"python.org could not be reached to {what} ({type(err).__name__} after "
-                f"{self._http.retry.attempts} attempts); try again later."
+                f"python.org could not be reached to {what} ({type(err).__name__} {tries}); "
+                "try again later."
             ) from err
         _log.debug("%s %s → %s", method, url, response.status_code)
         return response, attempts

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -33,7 +34,7 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
-from bot.http_client import HttpClient, RetryPolicy
+from bot.http_client import HttpClient, RetryPolicy, retry_after
 from bot.ports import RegistryReport
 from bot.pydotorg.api import PydotorgApi
 
@@ -73,6 +74,7 @@ class PydotorgRegistry(PydotorgApi):
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         if auth.count(":") != 1 or not all(part.strip() for part in auth.split(":")):
             raise ConfigError(
@@ -95,6 +97,8 @@ class PydotorgRegistry(PydotorgApi):
             retry=retry,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
+        self._notice = notice  # a sentence for the release channel (a wait for python.org)
+        self._told_wait = False
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
@@ -206,28 +210,93 @@ class PydotorgRegistry(PydotorgApi):
     # -- writes
 
     def _create(self, record: Record) -> None:
+        """POST the record. A create that failed without a clear refusal (5xx, a lost
+        answer) may have been carried out: python.org is asked what it holds before the POST
+        is sent again, never blindly. python.org answers a duplicate url or slug, or a second
+        download button, with a 500: an identical record there is the create done."""
         what = f"create the record {record['name']!r} ({record['url']})"
-        response, attempts = self._send(
-            "POST", self._url("downloads/release_file/"), what=what, body=record
-        )
-        if response.status_code == 201:
-            if not response.headers.get("Location"):
-                raise RegistryError(f"python.org did not say where it put the record ({what}).")
-            _log.info("python.org: created %s at %s", record["url"], response.headers["Location"])
-            return
-        # An earlier attempt may have succeeded with its answer lost: then the retry is
-        # refused as a duplicate although the record is there, exactly as wanted.
-        if attempts > 1 and response.status_code == 400 and self._already_there(record):
-            _log.info("python.org: %s was created by an earlier attempt", record["url"])
-            return
-        raise self._refused(response, what)
+        policy = self._http.retry
+        for attempt in range(1, policy.attempts + 1):
+            response: httpx.Response | None = None
+            try:
+                answer, _ = self._send(
+                    "POST",
+                    self._url("downloads/release_file/"),
+                    what=what,
+                    body=record,
+                    on_rate_limit=self._rate_limited,
+                )
+            except RegistryError as err:  # no answer at all: it may or may not be done
+                failure = err
+            else:
+                response = answer
+                if response.status_code == 201:
+                    if not response.headers.get("Location"):
+                        raise RegistryError(
+                            f"python.org did not say where it put the record ({what})."
+                        )
+                    _log.info(
+                        "python.org: created %s at %s", record["url"], response.headers["Location"]
+                    )
+                    return
+                if response.status_code < 500:  # a refusal: nothing was made
+                    raise self._refused(response, what)
+                failure = self._refused(response, what)
+            if self._already_there(record, what, failure):
+                _log.info("python.org: %s is there (an earlier attempt made it)", record["url"])
+                return
+            if attempt < policy.attempts:
+                wait = policy.wait(attempt, response)
+                _log.warning("python.org: %s failed; trying again in %.1f s", what, wait or 0.0)
+                policy.sleep(wait or 0.0)
+        raise failure
 
-    def _already_there(self, record: Record) -> bool:
+    def _already_there(self, record: Record, what: str, failure: RegistryError) -> bool:
+        """Whether python.org holds ``record`` as wanted (True) or nothing in its way
+        (False); raises when another record holds its slug, URL or download button."""
+        fields = tuple(self.settings.sidecars.values())
+        release = _pk(str(record["release"]))
         found = self._get_objects(
             "downloads/release_file/", {"slug": str(record["slug"])}, f"record {record['slug']!r}"
         )
-        fields = tuple(self.settings.sidecars.values())
-        return any(not differs(obj, record, fields) for obj in found)
+        if any(not differs(obj, record, fields) for obj in found):
+            return True
+        siblings = list(self._release_files_of(release))
+        same_url = [obj for obj in siblings if obj.get("url") == record["url"]]
+        if any(not differs(obj, record, fields) for obj in same_url):
+            return True
+        for obj in (*found, *same_url):
+            names = _differing(obj, record, fields)
+            raise RegistryError(
+                f"python.org could not {what}: it already has the record "
+                f"{obj.get('resource_uri')} with this {'slug' if obj in found else 'URL'}, "
+                f"which differs in {', '.join(names)}; delete or fix that record in the "
+                f"python.org admin ({failure})"
+            )
+        if record.get("download_button"):
+            for obj in siblings:
+                if obj.get("download_button") and _same_uri(obj.get("os"), record["os"]):
+                    raise RegistryError(
+                        f"python.org could not {what}: its record {obj.get('resource_uri')} "
+                        f"({obj.get('url')}) already has the download button of this OS, and "
+                        f"python.org allows one; clear it in the python.org admin ({failure})"
+                    )
+        return False
+
+    def _release_files_of(self, release_pk: str) -> Iterator[Record]:
+        return self._release_files(_ReleaseTarget("", release_pk, {}))
+
+    def _rate_limited(self, seconds: float) -> None:
+        """python.org's rate limit asks to wait ``seconds``: said once per registry."""
+        if self._told_wait:
+            return
+        self._told_wait = True
+        _log.warning("python.org rate limits API user %r: waiting %.0f s", self._user, seconds)
+        if self._notice is not None:
+            self._notice(
+                f"python.org is rate limiting API user {self._user!r}: the registration waits "
+                f"{_duration(seconds)} as python.org asks, then goes on."
+            )
 
     def _delete(self, record: Record) -> None:
         what = f"delete the record {record.get('name')!r} ({record.get('url')})"
@@ -242,6 +311,15 @@ class PydotorgRegistry(PydotorgApi):
 
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
         message = _server_message(response, self._redact)
+        if response.status_code == 429:
+            asked = retry_after(response)
+            wait = f"asks to wait {_duration(asked)}" if asked is not None else "is throttling"
+            return RegistryError(
+                f"python.org could not {what}: its rate limit for API user {self._user!r} "
+                f"{wait}, more than [pydotorg] max_wait allows "
+                f"({_duration(self._http.retry.max_wait)}); publish again later, what is "
+                "registered stays."
+            )
         if response.status_code in (401, 403):
             return RegistryError(
                 f"python.org refused the credentials of API user {self._user!r} to {what} "
@@ -259,6 +337,27 @@ class PydotorgRegistry(PydotorgApi):
 
 def _pk(resource_uri: str) -> str:
     return PurePosixPath(resource_uri).name  # ".../release/12/" → "12"
+
+
+def _same_uri(a: object, b: object) -> bool:
+    """Two resource URIs of one object (python.org may give a path or an absolute URL)."""
+    return PurePosixPath(urlsplit(str(a)).path) == PurePosixPath(urlsplit(str(b)).path)
+
+
+def _differing(existing: Record, wanted: Record, sidecar_fields: tuple[str, ...]) -> list[str]:
+    """The fields in which ``existing`` is not ``wanted``, by :func:`differs`'s rules."""
+    return [
+        key
+        for key in wanted
+        if key in existing and differs({key: existing[key]}, {key: wanted[key]}, ())
+    ] or ["fields python.org does not list"]
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
 
 
 def _objects(page: Mapping[str, Any]) -> list[Record]:
