@@ -227,7 +227,7 @@ class PydotorgRegistry(PydotorgApi):
                     on_rate_limit=self._rate_limited,
                 )
             except RegistryError as err:  # no answer at all: it may or may not be done
-                failure = err
+                failure, reason = err, "no answer"
             else:
                 response = answer
                 if response.status_code == 201:
@@ -242,7 +242,8 @@ class PydotorgRegistry(PydotorgApi):
                 if response.status_code < 500:  # a refusal: nothing was made
                     raise self._refused(response, what)
                 failure = self._refused(response, what)
-            if self._already_there(record, what, failure):
+                reason = f"HTTP {response.status_code}"
+            if self._already_there(record, what, reason):
                 _log.info("python.org: %s is there (an earlier attempt made it)", record["url"])
                 return
             if attempt < policy.attempts:
@@ -251,7 +252,7 @@ class PydotorgRegistry(PydotorgApi):
                 policy.sleep(wait or 0.0)
         raise failure
 
-    def _already_there(self, record: Record, what: str, failure: RegistryError) -> bool:
+    def _already_there(self, record: Record, what: str, reason: str) -> bool:
         """Whether python.org holds ``record`` as wanted (True) or nothing in its way
         (False); raises when another record holds its slug, URL or download button."""
         fields = tuple(self.settings.sidecars.values())
@@ -266,20 +267,21 @@ class PydotorgRegistry(PydotorgApi):
         if any(not differs(obj, record, fields) for obj in same_url):
             return True
         for obj in (*found, *same_url):
-            names = _differing(obj, record, fields)
+            names = ", ".join(_differing(obj, record, fields))
+            which = "slug" if obj in found else "URL"
             raise RegistryError(
-                f"python.org could not {what}: it already has the record "
-                f"{obj.get('resource_uri')} with this {'slug' if obj in found else 'URL'}, "
-                f"which differs in {', '.join(names)}; delete or fix that record in the "
-                f"python.org admin ({failure})"
+                f"python.org could not {what} ({reason}): its record "
+                f"{obj.get('resource_uri')} has the same {which} but differs in {names}; "
+                "delete or fix that record in the python.org admin, then publish again."
             )
         if record.get("download_button"):
             for obj in siblings:
                 if obj.get("download_button") and _same_uri(obj.get("os"), record["os"]):
                     raise RegistryError(
-                        f"python.org could not {what}: its record {obj.get('resource_uri')} "
-                        f"({obj.get('url')}) already has the download button of this OS, and "
-                        f"python.org allows one; clear it in the python.org admin ({failure})"
+                        f"python.org could not {what} ({reason}): its record "
+                        f"{obj.get('resource_uri')} ({obj.get('url')}) is already the download "
+                        "button of this OS and python.org allows one; clear it in the "
+                        "python.org admin, then publish again."
                     )
         return False
 

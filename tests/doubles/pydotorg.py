@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -98,6 +99,13 @@ FILE_FIELDS = {
     **dict.fromkeys(SIDECAR_FIELDS, str),
 }
 REQUIRED_FILE_FIELDS = ("name", "slug", "os", "release", "url")
+MAX_LENGTH = 200  # name, slug, url: PostgreSQL varchar(200)
+MAX_FILESIZE = 2**31  # filesize: a 32-bit integer column
+SERVER_ERROR = "Sorry, this request could not be processed. Please try again later."
+URL_PREFIX_MESSAGE = "Release file URLs must begin with 'https://www.python.org/'."
+SIDECAR_MESSAGE = "Sidecar URL must match the artifact URL plus '{}'."
+THROTTLE_AT = 600  # API v1 requests per user and hour (tastypie's CacheThrottle)
+THROTTLE_WINDOW = 3600
 _AUTH_RE = re.compile(r"ApiKey ([^:\s]+):([^:\s]+)")
 _SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
@@ -139,11 +147,18 @@ class RecordedRequest:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, message: str = "", payload: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str = "",
+        payload: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
-        self.payload = payload  # API v2: the body (field errors) instead of {"detail": message}
+        self.payload = payload  # the body (field errors) instead of the message's
+        self.headers = dict(headers or {})
 
 
 class PydotorgDouble:
@@ -169,6 +184,9 @@ class PydotorgDouble:
         self.purges: list[str] = []
         self.faults: list[Fault] = []
         self._counters: dict[str, int] = {}
+        # API v1's throttle: user name ("" for guests) → times of their requests (time.time())
+        self.accesses: dict[str, list[int]] = {}
+        self.throttle_at = THROTTLE_AT
         for name, slug in oses:
             pk = self._pk()
             self.oses[pk] = {"name": name, "slug": slug, "resource_uri": f"{API}downloads/os/{pk}/"}
@@ -382,6 +400,11 @@ def _v1(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k != "is_latest"} if kind == "release" else obj
 
 
+def _invalid(field: str, message: str) -> dict[str, Any]:
+    """A ``ReleaseFile.clean()`` refusal as tastypie shows it."""
+    return {"downloads/release_file": {field: [message]}}
+
+
 def _pk_of(uri: str, kind: str) -> int:
     match = re.fullmatch(rf"(?:https?://[^/]+)?{API}downloads/{kind}/(\d+)/", uri)
     if match is None:
@@ -439,6 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if fault is not None and not fault.commit:
                     raise _Refusal(fault.status, "injected fault")
                 user = self._authenticate(query)
+                self._throttle(user)
                 if self.command in ("POST", "PUT", "PATCH", "DELETE"):
                     self._require_staff(user)
                 if self.command == "POST":
@@ -447,8 +471,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if fault is not None:
                     raise _Refusal(fault.status, "injected fault after the change was made")
             except _Refusal as refusal:
-                status, headers = refusal.status, {}
-                payload = {"error_message": refusal.message} if refusal.message else None
+                status, headers = refusal.status, dict(refusal.headers)
+                payload = refusal.payload
+                if payload is None and refusal.message:
+                    payload = {"error_message": refusal.message}
                 if fault is not None and fault.retry_after is not None:
                     headers["Retry-After"] = fault.retry_after
                 if fault is not None and fault.location is not None:
@@ -492,6 +518,19 @@ class _Handler(BaseHTTPRequestHandler):
         if known is None or known[0] != key:
             raise _Refusal(401)
         return name
+
+    def _throttle(self, user: str | None) -> None:
+        """tastypie's CacheThrottle as python.org sets it: 600 requests an hour per user,
+        then 429 with the seconds until the oldest of them leaves the hour."""
+        if self.command == "PURGE":
+            return
+        now = int(time.time())
+        accesses = self.owner.accesses.setdefault(user or "", [])
+        accesses[:] = [t for t in accesses if t >= now - THROTTLE_WINDOW]
+        if len(accesses) >= self.owner.throttle_at:
+            wait = THROTTLE_WINDOW - (now - accesses[-self.owner.throttle_at])
+            raise _Refusal(429, headers={"Retry-After": str(wait)})
+        accesses.append(now)
 
     def _require_staff(self, user: str | None) -> None:
         if self.command == "PURGE":
@@ -623,27 +662,33 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Refusal(400, "Could not find the provided object via resource URI.")
         if not _SLUG_RE.fullmatch(body["slug"]):
             raise _Refusal(400, "slug: Enter a valid 'slug'.")
+        # ReleaseFile.clean(): python.org's own validation, errors per field
         for name in ("url", *SIDECAR_FIELDS):
             if body.get(name) and not body[name].startswith(PYTHON_ORG):
-                raise _Refusal(400, "All file URLs must begin with 'https://www.python.org/'")
+                raise _Refusal(400, payload=_invalid(name, URL_PREFIX_MESSAGE))
         for name, suffix in SIDECAR_FIELDS.items():
             if body.get(name) and body[name] != body["url"] + suffix:
-                raise _Refusal(400, f"{name} must be the file's URL + '{suffix}'.")
+                raise _Refusal(400, payload=_invalid(name, SIDECAR_MESSAGE.format(suffix)))
         record = {**body, "os": f"{API}downloads/os/{os_pk}/"}
         record["release"] = f"{API}downloads/release/{release_pk}/"
+        # What only PostgreSQL refuses: tastypie does not catch the IntegrityError or
+        # DataError, so python.org answers 500 (a client must look before it tries again).
+        too_long = any(
+            len(str(body.get(name, ""))) > MAX_LENGTH for name in ("name", "slug", "url")
+        )
+        if too_long or not -MAX_FILESIZE <= body.get("filesize", 0) < MAX_FILESIZE:
+            raise _Refusal(500, SERVER_ERROR)
         for other in api.release_files.values():
-            if other["url"] == record["url"]:
-                raise _Refusal(400, "Release file with this URL already exists.")
-            if other["slug"] == record["slug"]:
-                raise _Refusal(400, "Release file with this Slug already exists.")
             if (
-                record.get("download_button")
-                and other["download_button"]
-                and (other["os"], other["release"]) == (record["os"], record["release"])
-            ):
-                raise _Refusal(
-                    400, 'Only one Release File per OS can have "Download button" enabled'
+                other["url"] == record["url"]
+                or other["slug"] == record["slug"]
+                or (
+                    record.get("download_button")
+                    and other["download_button"]
+                    and (other["os"], other["release"]) == (record["os"], record["release"])
                 )
+            ):
+                raise _Refusal(500, SERVER_ERROR)
         pk = api._pk()
         api.release_files[pk] = api._file_repr(pk, record)
         origin = api.link_origin or api.base_url.rstrip("/")
