@@ -26,6 +26,7 @@ from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.records import (
     Create,
+    PlannedRecord,
     PydotorgSettings,
     Record,
     differs,
@@ -41,6 +42,9 @@ from bot.pydotorg.api import PydotorgApi
 _log = logging.getLogger(__name__)
 
 _PAGE_SIZE: Final = 100
+# What python.org's database holds: an IntegerField file size, 200-character text and URLs.
+MAX_FILESIZE: Final = 2**31
+MAX_LENGTH: Final = 200
 _MAX_PAGES: Final = 1000
 
 
@@ -130,7 +134,10 @@ class PydotorgRegistry(PydotorgApi):
         """
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
-        for planned in planned_records(self.settings, self._profile, plan):
+        planned_all = planned_records(self.settings, self._profile, plan)
+        for planned in planned_all:
+            _check_storable(planned)
+        for planned in planned_all:
             # _target found (or refused) every OS the rules use, and each record's OS is its rule's.
             wanted[planned.url] = planned.to_json(target.release_uri, target.os_uris[planned.os])
         existing = list(self._release_files(target))
@@ -194,7 +201,9 @@ class PydotorgRegistry(PydotorgApi):
         return _objects(self._get_json(self._url(path).copy_merge_params(params), what))
 
     def _get_json(self, url: httpx.URL, what: str) -> Record:
-        response, _ = self._send("GET", url, what=f"look up {what}")
+        response, _ = self._send(
+            "GET", url, what=f"look up {what}", on_rate_limit=self._rate_limited
+        )
         if response.status_code != 200:
             raise self._refused(response, f"look up {what}")
         try:
@@ -302,7 +311,12 @@ class PydotorgRegistry(PydotorgApi):
 
     def _delete(self, record: Record) -> None:
         what = f"delete the record {record.get('name')!r} ({record.get('url')})"
-        response, attempts = self._send("DELETE", self._url(str(record["resource_uri"])), what=what)
+        response, attempts = self._send(
+            "DELETE",
+            self._url(str(record["resource_uri"])),
+            what=what,
+            on_rate_limit=self._rate_limited,
+        )
         # 404 after a retry: an earlier attempt deleted it.
         if response.status_code == 204 or (response.status_code == 404 and attempts > 1):
             _log.info("python.org: deleted %s (%s)", record.get("url"), record["resource_uri"])
@@ -314,13 +328,16 @@ class PydotorgRegistry(PydotorgApi):
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
         message = _server_message(response, self._redact)
         if response.status_code == 429:
-            asked = retry_after(response)
-            wait = f"asks to wait {_duration(asked)}" if asked is not None else "is throttling"
+            asked, bound = retry_after(response), self._http.retry.max_wait
+            why = (
+                f"asks to wait {_duration(asked)}, more than [pydotorg] max_wait allows "
+                f"({_duration(bound)})"
+                if asked is not None and asked > bound
+                else f"still refused after {self._http.retry.attempts} attempts"
+            )
             return RegistryError(
                 f"python.org could not {what}: its rate limit for API user {self._user!r} "
-                f"{wait}, more than [pydotorg] max_wait allows "
-                f"({_duration(self._http.retry.max_wait)}); publish again later, what is "
-                "registered stays."
+                f"{why}; publish again later, what is registered stays."
             )
         if response.status_code in (401, 403):
             return RegistryError(
@@ -335,6 +352,28 @@ class PydotorgRegistry(PydotorgApi):
     def _redact(self, text: str) -> str:
         """``text`` without the key, as sent or as a server may echo it."""
         return text.replace(self._secret, "***")
+
+
+def _check_storable(record: PlannedRecord) -> None:
+    """Refuse, before any write, a record python.org's database cannot hold: it answers
+    those with a 500 that looks like a passing failure."""
+    if not 0 <= record.filesize < MAX_FILESIZE:
+        raise RegistryError(
+            f"{record.target} is {record.filesize} bytes; python.org stores a file size below "
+            f"2**31 ({MAX_FILESIZE} bytes) only, so it cannot be registered; nothing was written."
+        )
+    for field, value in (
+        ("name", record.name),
+        ("slug", record.slug),
+        ("url", record.url),
+        *record.sidecars,
+    ):
+        if len(value) > MAX_LENGTH:
+            raise RegistryError(
+                f"The python.org {field} of {record.target} would be {len(value)} characters "
+                f"long; python.org stores {MAX_LENGTH} at most, so nothing was written "
+                "(shorten the file name or the profile's [pydotorg] rule)."
+            )
 
 
 def _pk(resource_uri: str) -> str:
@@ -381,4 +420,13 @@ def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> s
         for key in ("error_message", "error", "detail"):
             if isinstance(body.get(key), str):
                 return redact(str(body[key]))[:300]
+        # tastypie's validation errors: {"downloads/release_file": {"url": ["..."]}}
+        if len(body) == 1 and isinstance(errors := next(iter(body.values())), dict):
+            said = [
+                f"{field}: {' '.join(str(m) for m in messages)}"
+                for field, messages in errors.items()
+                if isinstance(messages, list)
+            ]
+            if said and len(said) == len(errors):
+                return redact("; ".join(said))[:300]
     return redact(json.dumps(body))[:300]

@@ -334,9 +334,10 @@ class PydotorgDouble:
                 if other_pk != pk and other["version"] == saved["version"]:
                     other["is_latest"] = False
 
-    def _release_v2(self, pk: int) -> dict[str, Any]:
-        """A Release as API v2's serializer shows it (hyperlinks absolute)."""
-        origin = self.link_origin or self.base_url.rstrip("/")
+    def _release_v2(self, pk: int, host: str | None = None) -> dict[str, Any]:
+        """A Release as API v2's serializer shows it: hyperlinks absolute, on the host the
+        request named (DRF builds them from the ``Host`` header)."""
+        origin = self.link_origin or (f"http://{host}" if host else self.base_url.rstrip("/"))
         shown = {key: self.releases[pk].get(key) for key in RELEASE_FIELDS_V2}
         shown["resource_uri"] = f"{origin}{API2}downloads/release/{pk}/"
         return shown
@@ -529,7 +530,8 @@ class _Handler(BaseHTTPRequestHandler):
         accesses[:] = [t for t in accesses if t >= now - THROTTLE_WINDOW]
         if len(accesses) >= self.owner.throttle_at:
             wait = THROTTLE_WINDOW - (now - accesses[-self.owner.throttle_at])
-            raise _Refusal(429, headers={"Retry-After": str(wait)})
+            if wait:  # tastypie lets a 0 through (it tests the wait for truth)
+                raise _Refusal(429, headers={"Retry-After": str(wait)})
         accesses.append(now)
 
     def _require_staff(self, user: str | None) -> None:
@@ -785,6 +787,7 @@ def _route_v2(
     body: dict[str, Any] | None,
 ) -> tuple[int, Any, dict[str, str]]:
     api = handler.owner
+    host = handler.headers.get("Host")
     match = re.fullmatch(rf"{API2}downloads/release/(?:(\d+)/)?", path)
     if match is None:
         raise _Refusal(404, "Not found.")
@@ -792,7 +795,7 @@ def _route_v2(
     method = handler.command
     if match.group(1) is None:
         if method == "GET":
-            return 200, [api._release_v2(pk) for pk in _filtered_v2(visible, query)], {}
+            return 200, [api._release_v2(pk, host) for pk in _filtered_v2(visible, query)], {}
         if method == "POST":
             assert body is not None
             pk = api._pk()
@@ -810,19 +813,19 @@ def _route_v2(
             }
             _write_v2(api.releases[pk], body, partial=False)
             api._saved(pk)
-            shown = api._release_v2(pk)
+            shown = api._release_v2(pk, host)
             return 201, shown, {"Location": shown["resource_uri"]}
         raise _Refusal(405, f'Method "{method}" not allowed.')
     pk = int(match.group(1))
     if pk not in visible:
         raise _Refusal(404, "No Release matches the given query.")
     if method == "GET":
-        return 200, api._release_v2(pk), {}
+        return 200, api._release_v2(pk, host), {}
     if method in ("PUT", "PATCH"):
         assert body is not None
         _write_v2(api.releases[pk], body, partial=method == "PATCH")
         api._saved(pk)
-        return 200, api._release_v2(pk), {}
+        return 200, api._release_v2(pk, host), {}
     if method == "DELETE":
         del api.releases[pk]
         return 204, None, {}
