@@ -57,7 +57,7 @@ OSES: Final = (
 )
 
 _SEEDED: Final = "seeded"  # the template database
-_LIVE: Final = "pydotorg"  # the one runserver uses, re-made from the template by reset()
+LIVE_DATABASE: Final = "pydotorg"  # the one runserver uses, re-made from the template by reset()
 _START_TIMEOUT: Final = 120.0
 
 # pythondotorg's own local settings, as its README runs them, but with DEBUG off (python.org's
@@ -150,15 +150,15 @@ class PythonOrgApp:
 
     def reset(self) -> None:
         """A fresh database for the next test: records, releases and throttle counters gone."""
-        self.psql(f"DROP DATABASE IF EXISTS {_LIVE} WITH (FORCE)")
-        self.psql(f"CREATE DATABASE {_LIVE} TEMPLATE {_SEEDED}")
+        self.psql(f"DROP DATABASE IF EXISTS {LIVE_DATABASE} WITH (FORCE)")
+        self.psql(f"CREATE DATABASE {LIVE_DATABASE} TEMPLATE {_SEEDED}")
 
     def django(self, script: str) -> str:
         """Run ``script`` in the app's Django (``manage.py shell``); its output."""
         done = subprocess.run(
             [str(self.python), "manage.py", "shell", "-c", script],
             cwd=self.source,
-            env=self._env(_LIVE),
+            env=self._env(LIVE_DATABASE),
             capture_output=True,
             text=True,
             check=False,
@@ -294,7 +294,7 @@ class PythonOrgApp:
         self._server = subprocess.Popen(
             [str(self.python), "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"],
             cwd=self.source,
-            env=self._env(_LIVE),
+            env=self._env(LIVE_DATABASE),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
