@@ -742,8 +742,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Refusal(500, SERVER_ERROR)
         pk = api._pk()
         api.release_files[pk] = api._file_repr(pk, record)
-        origin = api.link_origin or api.base_url.rstrip("/")
-        location = f"{origin}{API}downloads/release_file/{pk}/"
+        location = f"{api.link_origin}{API}downloads/release_file/{pk}/"  # relative, as python.org
         return 201, None, {"Location": location}
 
 

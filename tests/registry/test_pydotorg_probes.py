@@ -250,7 +250,9 @@ def run_probes(side: PythonOrg) -> dict[str, tuple[int, str]]:
             )
             answers[probe.name] = (response.status_code, shape(response))
             if probe.name == "v1-post-ok":
-                slots["file"] = httpx.URL(response.headers["Location"]).path
+                location = response.headers["Location"]
+                slots["file"] = httpx.URL(location).path
+                answers["v1-post-ok Location"] = (0, location.replace(slots["file"], "PATH"))
     return answers
 
 
