@@ -511,7 +511,13 @@ class _Handler(BaseHTTPRequestHandler):
                 RecordedRequest(self.command, parts.path, query, user, status, body, api._counts())
             )
         raw_answer = isinstance(payload, bytes)
-        data = payload if raw_answer else b"" if payload is None else json.dumps(payload).encode()
+        data: bytes = (
+            payload
+            if isinstance(payload, bytes)
+            else b""
+            if payload is None
+            else json.dumps(payload).encode()
+        )
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -704,11 +710,11 @@ class _Handler(BaseHTTPRequestHandler):
                     raise _Refusal(400, payload={"error": message})
                 raise _Refusal(400, f"The '{name}' field must be a {kind.__name__}.")  # stricter
         os_pk, release_pk = _pk_of(body["os"], "os"), _pk_of(body["release"], "release")
-        for kind, pk, table in (("os", os_pk, api.oses), ("release", release_pk, api.releases)):
+        for what, pk, table in (("os", os_pk, api.oses), ("release", release_pk, api.releases)):
             if pk not in table:
-                uri = f"{API}downloads/{kind}/{pk}/"
+                uri = f"{API}downloads/{what}/{pk}/"
                 message = (
-                    f"Could not find the provided downloads/{kind} object via resource URI '{uri}'."
+                    f"Could not find the provided downloads/{what} object via resource URI '{uri}'."
                 )
                 raise _Refusal(400, payload={"error": message})
         if not _SLUG_RE.fullmatch(body["slug"]):

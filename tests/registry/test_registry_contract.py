@@ -283,7 +283,11 @@ def test_a_concurrent_writer_of_another_record_is_named(
     second = planned_records(settings, profile, plan)[1]
     release = f"/api/v1/downloads/release/{pydotorg.release_pk('Python 3.14.1')}/"
     body = {**second.to_json(release, pydotorg.os_uri(second.os)), "sha256_sum": "0" * 64}
-    pydotorg.proxy.before("POST", nth=2, act=lambda: pydotorg.create(body))
+
+    def other_writer() -> None:
+        assert pydotorg.create(body).status_code == 201
+
+    pydotorg.proxy.before("POST", nth=2, act=other_writer)
 
     with pytest.raises(RegistryError) as caught:
         reg.sync(plan)
