@@ -292,7 +292,14 @@ class PythonOrgApp:
     def _start_server(self) -> None:
         log = open(self.work / "runserver.log", "wb")  # noqa: SIM115 - the server's own file
         self._server = subprocess.Popen(
-            [str(self.python), "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"],
+            [
+                str(self.python),
+                "manage.py",
+                "runserver",
+                "--noreload",
+                "--skip-checks",
+                f"127.0.0.1:{self.port}",
+            ],
             cwd=self.source,
             env=self._env(LIVE_DATABASE),
             stdout=log,

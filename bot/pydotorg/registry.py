@@ -12,7 +12,6 @@ difference: records that already match are left alone, so running it again write
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.records import (
     Create,
-    PlannedRecord,
     PydotorgSettings,
     Record,
     differs,
@@ -35,16 +33,15 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
-from bot.http_client import HttpClient, RetryPolicy, retry_after
+from bot.http_client import HttpClient, RetryPolicy
 from bot.ports import RegistryReport
-from bot.pydotorg.api import PydotorgApi
+from bot.pydotorg.api import PydotorgApi, server_message
+from bot.pydotorg.rate_limit import RateLimitNotice, rate_limit_refusal
+from bot.pydotorg.storable import check_storable
 
 _log = logging.getLogger(__name__)
 
 _PAGE_SIZE: Final = 100
-# What python.org's database holds: an IntegerField file size, 200-character text and URLs.
-MAX_FILESIZE: Final = 2**31
-MAX_LENGTH: Final = 200
 _MAX_PAGES: Final = 1000
 
 
@@ -101,8 +98,8 @@ class PydotorgRegistry(PydotorgApi):
             retry=retry,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
-        self._notice = notice  # a sentence for the release channel (a wait for python.org)
-        self._told_wait = False
+        # python.org's rate limit: a wait is told once (to the release channel, if given)
+        self._on_rate_limit = RateLimitNotice(self._user, notice)
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
@@ -136,7 +133,7 @@ class PydotorgRegistry(PydotorgApi):
         wanted: dict[str, Record] = {}
         planned_all = planned_records(self.settings, self._profile, plan)
         for planned in planned_all:
-            _check_storable(planned)
+            check_storable(planned)
         for planned in planned_all:
             # _target found (or refused) every OS the rules use, and each record's OS is its rule's.
             wanted[planned.url] = planned.to_json(target.release_uri, target.os_uris[planned.os])
@@ -201,9 +198,7 @@ class PydotorgRegistry(PydotorgApi):
         return _objects(self._get_json(self._url(path).copy_merge_params(params), what))
 
     def _get_json(self, url: httpx.URL, what: str) -> Record:
-        response, _ = self._send(
-            "GET", url, what=f"look up {what}", on_rate_limit=self._rate_limited
-        )
+        response, _ = self._send("GET", url, what=f"look up {what}")
         if response.status_code != 200:
             raise self._refused(response, f"look up {what}")
         try:
@@ -224,17 +219,11 @@ class PydotorgRegistry(PydotorgApi):
         is sent again, never blindly. python.org answers a duplicate url or slug, or a second
         download button, with a 500: an identical record there is the create done."""
         what = f"create the record {record['name']!r} ({record['url']})"
-        policy = self._http.retry
+        policy, files = self._http.retry, self._url("downloads/release_file/")
         for attempt in range(1, policy.attempts + 1):
             response: httpx.Response | None = None
             try:
-                answer, _ = self._send(
-                    "POST",
-                    self._url("downloads/release_file/"),
-                    what=what,
-                    body=record,
-                    on_rate_limit=self._rate_limited,
-                )
+                answer, _ = self._send("POST", files, what=what, body=record)
             except RegistryError as err:  # no answer at all: it may or may not be done
                 failure, reason = err, "no answer"
             else:
@@ -265,58 +254,23 @@ class PydotorgRegistry(PydotorgApi):
         """Whether python.org holds ``record`` as wanted (True) or nothing in its way
         (False); raises when another record holds its slug, URL or download button."""
         fields = tuple(self.settings.sidecars.values())
-        release = _pk(str(record["release"]))
-        found = self._get_objects(
+        by_slug = self._get_objects(
             "downloads/release_file/", {"slug": str(record["slug"])}, f"record {record['slug']!r}"
         )
-        if any(not differs(obj, record, fields) for obj in found):
+        if any(not differs(obj, record, fields) for obj in by_slug):
             return True
-        siblings = list(self._release_files_of(release))
-        same_url = [obj for obj in siblings if obj.get("url") == record["url"]]
-        if any(not differs(obj, record, fields) for obj in same_url):
-            return True
-        for obj in (*found, *same_url):
-            names = ", ".join(_differing(obj, record, fields))
-            which = "slug" if obj in found else "URL"
+        release = _ReleaseTarget("", _pk(str(record["release"])), {})
+        there, in_the_way = _what_is_there(record, by_slug, self._release_files(release), fields)
+        if in_the_way:
             raise RegistryError(
-                f"python.org could not {what} ({reason}): its record "
-                f"{obj.get('resource_uri')} has the same {which} but differs in {names}; "
-                "delete or fix that record in the python.org admin, then publish again."
+                f"python.org could not {what} ({reason}): {in_the_way}; fix it in the "
+                "python.org admin, then publish again."
             )
-        if record.get("download_button"):
-            for obj in siblings:
-                if obj.get("download_button") and _same_uri(obj.get("os"), record["os"]):
-                    raise RegistryError(
-                        f"python.org could not {what} ({reason}): its record "
-                        f"{obj.get('resource_uri')} ({obj.get('url')}) is already the download "
-                        "button of this OS and python.org allows one; clear it in the "
-                        "python.org admin, then publish again."
-                    )
-        return False
-
-    def _release_files_of(self, release_pk: str) -> Iterator[Record]:
-        return self._release_files(_ReleaseTarget("", release_pk, {}))
-
-    def _rate_limited(self, seconds: float) -> None:
-        """python.org's rate limit asks to wait ``seconds``: said once per registry."""
-        if self._told_wait:
-            return
-        self._told_wait = True
-        _log.warning("python.org rate limits API user %r: waiting %.0f s", self._user, seconds)
-        if self._notice is not None:
-            self._notice(
-                f"python.org is rate limiting API user {self._user!r}: the registration waits "
-                f"{_duration(seconds)} as python.org asks, then goes on."
-            )
+        return there
 
     def _delete(self, record: Record) -> None:
         what = f"delete the record {record.get('name')!r} ({record.get('url')})"
-        response, attempts = self._send(
-            "DELETE",
-            self._url(str(record["resource_uri"])),
-            what=what,
-            on_rate_limit=self._rate_limited,
-        )
+        response, attempts = self._send("DELETE", self._url(str(record["resource_uri"])), what=what)
         # 404 after a retry: an earlier attempt deleted it.
         if response.status_code == 204 or (response.status_code == 404 and attempts > 1):
             _log.info("python.org: deleted %s (%s)", record.get("url"), record["resource_uri"])
@@ -326,19 +280,9 @@ class PydotorgRegistry(PydotorgApi):
     # -- HTTP
 
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
-        message = _server_message(response, self._redact)
+        message = server_message(response, self._redact)
         if response.status_code == 429:
-            asked, bound = retry_after(response), self._http.retry.max_wait
-            why = (
-                f"asks to wait {_duration(asked)}, more than [pydotorg] max_wait allows "
-                f"({_duration(bound)})"
-                if asked is not None and asked > bound
-                else f"still refused after {self._http.retry.attempts} attempts"
-            )
-            return RegistryError(
-                f"python.org could not {what}: its rate limit for API user {self._user!r} "
-                f"{why}; publish again later, what is registered stays."
-            )
+            return rate_limit_refusal(response, self._user, self._http.retry, what)
         if response.status_code in (401, 403):
             return RegistryError(
                 f"python.org refused the credentials of API user {self._user!r} to {what} "
@@ -354,26 +298,29 @@ class PydotorgRegistry(PydotorgApi):
         return text.replace(self._secret, "***")
 
 
-def _check_storable(record: PlannedRecord) -> None:
-    """Refuse, before any write, a record python.org's database cannot hold: it answers
-    those with a 500 that looks like a passing failure."""
-    if not 0 <= record.filesize < MAX_FILESIZE:
-        raise RegistryError(
-            f"{record.target} is {record.filesize} bytes; python.org stores a file size below "
-            f"2**31 ({MAX_FILESIZE} bytes) only, so it cannot be registered; nothing was written."
+def _what_is_there(
+    record: Record, by_slug: list[Record], siblings: Iterator[Record], fields: tuple[str, ...]
+) -> tuple[bool, str]:
+    """Whether ``record`` is among the records of its slug and of its release, as wanted;
+    else what holds its slug, URL or download button ("" for nothing)."""
+    siblings_seen = list(siblings)
+    same_url = [obj for obj in siblings_seen if obj.get("url") == record["url"]]
+    if any(not differs(obj, record, fields) for obj in same_url):
+        return True, ""
+    for obj in (*by_slug, *same_url):
+        names = ", ".join(_differing(obj, record, fields))
+        which = "slug" if obj in by_slug else "URL"
+        return False, (
+            f"its record {obj.get('resource_uri')} has the same {which} but differs in {names}"
         )
-    for field, value in (
-        ("name", record.name),
-        ("slug", record.slug),
-        ("url", record.url),
-        *record.sidecars,
-    ):
-        if len(value) > MAX_LENGTH:
-            raise RegistryError(
-                f"The python.org {field} of {record.target} would be {len(value)} characters "
-                f"long; python.org stores {MAX_LENGTH} at most, so nothing was written "
-                "(shorten the file name or the profile's [pydotorg] rule)."
-            )
+    if record.get("download_button"):
+        for obj in siblings_seen:
+            if obj.get("download_button") and _same_uri(obj.get("os"), record["os"]):
+                return False, (
+                    f"its record {obj.get('resource_uri')} ({obj.get('url')}) is already the "
+                    "download button of this OS and python.org allows one"
+                )
+    return False, ""
 
 
 def _pk(resource_uri: str) -> str:
@@ -394,39 +341,8 @@ def _differing(existing: Record, wanted: Record, sidecar_fields: tuple[str, ...]
     ] or ["fields python.org does not list"]
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min"
-
-
 def _objects(page: Mapping[str, Any]) -> list[Record]:
     objects = page.get("objects")
     if not isinstance(objects, list) or not all(isinstance(o, dict) for o in objects):
         raise RegistryError("python.org answered a look-up without the expected 'objects' list.")
     return objects
-
-
-def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
-    """The reason the server gave, in one line (Tastypie's ``error_message``, field errors),
-    ``redact``-ed before it is cut: a cut through an echoed key would leave part of it."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = redact(" ".join(response.text.split()))
-        return text[:300] or response.reason_phrase or "no reason given"
-    if isinstance(body, dict):
-        for key in ("error_message", "error", "detail"):
-            if isinstance(body.get(key), str):
-                return redact(str(body[key]))[:300]
-        # tastypie's validation errors: {"downloads/release_file": {"url": ["..."]}}
-        if len(body) == 1 and isinstance(errors := next(iter(body.values())), dict):
-            said = [
-                f"{field}: {' '.join(str(m) for m in messages)}"
-                for field, messages in errors.items()
-                if isinstance(messages, list)
-            ]
-            if said and len(said) == len(errors):
-                return redact("; ".join(said))[:300]
-    return redact(json.dumps(body))[:300]
