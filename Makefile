@@ -42,10 +42,12 @@ run: $(BIN)/relbot
 	$(BIN)/relbot run
 
 # The SFTP tests start a real sshd on 127.0.0.1; the deploy tests verify the systemd unit;
-# the release board's tests drive Debian's chromium through its chromedriver.
+# the release board's tests drive Debian's chromium through its chromedriver; the registry
+# tests run python.org's own app on Debian's PostgreSQL.
 system-deps:
 	@missing=""; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	test -x /usr/bin/chromedriver || missing="$$missing chromium-driver"; \

@@ -77,10 +77,17 @@ def build_registry(config: Config) -> Registry | None:
     settings = config.model.pydotorg
     if settings.kind == "none":
         return None
+    from bot.http_client import RetryPolicy
     from bot.pydotorg.registry import PydotorgRegistry
 
     auth = config.secret("pydotorg.auth_env", settings.auth_env)
-    return PydotorgRegistry(settings.url, auth, config.profile, auth_source=settings.auth_env)
+    return PydotorgRegistry(
+        settings.url,
+        auth,
+        config.profile,
+        auth_source=settings.auth_env,
+        retry=RetryPolicy(max_wait=settings.max_wait),
+    )
 
 
 def build_purger(config: Config) -> Purger | None:

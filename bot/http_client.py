@@ -2,7 +2,10 @@
 purger.
 
 It retries rate limiting (429), server trouble (5xx) and transport errors, honouring
-``Retry-After``; it never follows a redirect; and a client given an ``origin`` (the one that
+``Retry-After`` up to the policy's ``max_wait`` (a longer one is given up at once: waiting less
+than asked would only be refused again); a request that is not safe to send twice (a POST) is
+retried after a 429 only, which the server answers before doing anything; it never follows a
+redirect; and a client given an ``origin`` (the one that
 carries an API key) refuses any URL on another scheme, host or port, so the key never leaves
 for another site, whatever a server's answer points to.
 """
@@ -23,26 +26,32 @@ _log = logging.getLogger(__name__)
 
 # Statuses worth another try: rate limiting and server-side trouble.
 RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+# Requests that may do their work twice when sent again (a PATCH that sets fields may not).
+UNSAFE_METHODS: Final = frozenset({"POST"})
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how long to retry 429, 5xx and connection errors.
 
-    The n-th wait is ``backoff * 2 ** (n - 1)`` seconds, or the server's ``Retry-After``;
-    either is capped at ``max_wait``. ``sleep`` is injectable so tests need not wait.
+    The n-th wait is ``backoff * 2 ** (n - 1)`` seconds (at most ``max_backoff``), or the
+    server's ``Retry-After`` when it is at most ``max_wait``; a longer ``Retry-After`` is not
+    waited for (:meth:`wait` gives None). ``sleep`` is injectable so tests need not wait.
     """
 
     attempts: int = 4
     backoff: float = 1.0
-    max_wait: float = 60.0
+    max_wait: float = 900.0
+    max_backoff: float = 60.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
-    def wait(self, attempt: int, response: httpx.Response | None) -> float:
-        """Seconds to wait after failed ``attempt`` (1-based)."""
-        hinted = _retry_after(response) if response is not None else None
-        wanted = hinted if hinted is not None else self.backoff * 2 ** (attempt - 1)
-        return max(0.0, min(wanted, self.max_wait))
+    def wait(self, attempt: int, response: httpx.Response | None) -> float | None:
+        """Seconds to wait after failed ``attempt`` (1-based); None when the server asks
+        for longer than ``max_wait``."""
+        hinted = retry_after(response) if response is not None else None
+        if hinted is None:
+            return max(0.0, min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff))
+        return max(0.0, hinted) if hinted <= self.max_wait else None
 
 
 class OtherOrigin(ValueError):
@@ -96,34 +105,50 @@ class HttpClient:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         stream: bool = False,
+        on_rate_limit: Callable[[float], None] | None = None,
     ) -> tuple[httpx.Response, int]:
         """Send, retrying 429, 5xx and transport errors; returns (response, attempts).
 
+        A POST is retried after a 429 only: any other failure may have come after
+        the server did the work, so the caller must look before sending it again. Each wait
+        for a 429's ``Retry-After`` is told to ``on_rate_limit`` (seconds) before it starts.
         The last response is returned whatever its status; with ``stream`` its body is not
         read yet (iterate it, then close it: large files are never held in memory). Raises
         :class:`OtherOrigin` for a URL off the origin, :class:`httpx.InvalidURL` for a
         malformed one, and the last :class:`httpx.TransportError` when every attempt failed
-        to get a response.
+        to get a response (at once for a POST).
         """
         request = self._client.build_request(method, url, content=content, headers=headers)
         self._check_origin(request.url)
         policy = self.retry
+        replayable = method.upper() not in UNSAFE_METHODS
         attempt = 1
         while True:  # the last attempt returns or raises
             response: httpx.Response | None
             try:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as err:
-                if attempt >= policy.attempts:
+                if attempt >= policy.attempts or not replayable:
                     raise
                 reason = type(err).__name__
                 response = None
             else:
-                if response.status_code not in RETRY_STATUSES or attempt >= policy.attempts:
+                status = response.status_code
+                if (
+                    status not in RETRY_STATUSES
+                    or attempt >= policy.attempts
+                    or (status != 429 and not replayable)
+                ):
+                    return response, attempt
+                reason = f"HTTP {status}"
+            wait = policy.wait(attempt, response)
+            if response is not None:
+                if wait is None:  # asked to wait longer than the operator allows
                     return response, attempt
                 response.close()
-                reason = f"HTTP {response.status_code}"
-            wait = policy.wait(attempt, response)
+                if response.status_code == 429 and on_rate_limit is not None:
+                    on_rate_limit(wait)
+            assert wait is not None  # only a Retry-After can be too long
             _log.warning(
                 "%s %s failed (%s); retrying in %.1f s", request.method, request.url, reason, wait
             )
@@ -150,7 +175,9 @@ class HttpClient:
             raise OtherOrigin(url)
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a response's ``Retry-After`` asks to wait (a number or an HTTP date),
+    or None."""
     value = response.headers.get("Retry-After")
     if value is None:
         return None

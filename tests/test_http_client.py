@@ -96,6 +96,37 @@ def test_a_refusal_is_not_retried(server: Script, waits: list[float]) -> None:
     assert (response.status_code, attempts, waits) == (403, 1, [])
 
 
+def test_a_post_that_failed_on_the_server_is_not_sent_again(
+    server: Script, waits: list[float]
+) -> None:
+    # It may have been carried out: the caller must look before it sends it again.
+    server.answers = [(500, {}), (502, {})]
+    with client(waits) as http:
+        response, attempts = http.send("POST", server.url + "x", content=b"{}")
+    assert (response.status_code, attempts, waits) == (500, 1, [])
+    assert [method for method, _, _ in server.seen] == ["POST"]
+
+
+def test_a_post_refused_by_the_rate_limit_is_sent_again_after_the_wait(
+    server: Script, waits: list[float]
+) -> None:
+    told: list[float] = []
+    server.answers = [(429, {"Retry-After": "3"})]
+    with client(waits) as http:
+        # no body: the script's server does not read one
+        response, attempts = http.send("POST", server.url + "x", on_rate_limit=told.append)
+    assert (response.status_code, attempts, waits, told) == (200, 2, [3.0], [3.0])
+
+
+def test_a_retry_after_longer_than_max_wait_is_given_up_at_once(
+    server: Script, waits: list[float]
+) -> None:
+    server.answers = [(429, {"Retry-After": "901"})]
+    with HttpClient(timeout=5.0, retry=RetryPolicy(max_wait=900, sleep=waits.append)) as http:
+        response, attempts = http.send("GET", server.url + "x")
+    assert (response.status_code, attempts, waits) == (429, 1, [])
+
+
 def test_a_redirect_is_not_followed(server: Script, waits: list[float]) -> None:
     server.answers = [(302, {"Location": "http://127.0.0.2:9/steal"})]
     with client(waits) as http:

@@ -121,6 +121,9 @@ class PydotorgConfig(_Section):
     # true: after registration, the Release is made public through API v2 (a staff token)
     release_page: bool = False
     token_env: str = "PYDOTORG_TOKEN"
+    # seconds: the longest wait for python.org's rate limit (API v1 allows 600 requests an
+    # hour and asks for up to an hour); a longer one stops the registration with a sentence
+    max_wait: int = Field(default=900, ge=0, le=MAX_SECONDS)
 
 
 def public_url(value: str) -> str:

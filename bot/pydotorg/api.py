@@ -1,11 +1,12 @@
 """What the clients of python.org's API share: every URL on the API's own origin (the key is
-never sent anywhere else), and a request whose transport failure is one sentence."""
+never sent anywhere else), a request whose transport failure is one sentence, and the reason
+python.org gave for a refusal, in one line."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import httpx
 
@@ -16,7 +17,10 @@ _log = logging.getLogger(__name__)
 
 
 class PydotorgApi(HttpService):
-    """A client of python.org's API over one HTTP client (``self._http``)."""
+    """A client of python.org's API over one HTTP client (``self._http``); each wait for
+    python.org's rate limit is told to ``_on_rate_limit`` (seconds), when set."""
+
+    _on_rate_limit: Callable[[float], None] | None = None
 
     def _url(self, reference: str) -> httpx.URL:
         """``reference`` (relative to the API, or an absolute path from the API) as a URL on
@@ -29,7 +33,13 @@ class PydotorgApi(HttpService):
             ) from None
 
     def _send(
-        self, method: str, url: httpx.URL, *, what: str, body: Mapping[str, object] | None = None
+        self,
+        method: str,
+        url: httpx.URL,
+        *,
+        what: str,
+        body: Mapping[str, object] | None = None,
+        on_rate_limit: Callable[[float], None] | None = None,
     ) -> tuple[httpx.Response, int]:
         """The answer to one request (retried as the client's policy says) and how many
         attempts it took. Raises :class:`RegistryError` when python.org cannot be reached."""
@@ -39,11 +49,37 @@ class PydotorgApi(HttpService):
                 url,
                 content=None if body is None else json.dumps(body).encode(),
                 headers={} if body is None else {"Content-Type": "application/json"},
+                on_rate_limit=on_rate_limit or self._on_rate_limit,
             )
         except httpx.TransportError as err:
+            tries = "once" if method == "POST" else f"after {self._http.retry.attempts} attempts"
             raise RegistryError(
-                f"python.org could not be reached to {what} ({type(err).__name__} after "
-                f"{self._http.retry.attempts} attempts); try again later."
+                f"python.org could not be reached to {what} ({type(err).__name__} {tries}); "
+                "try again later."
             ) from err
         _log.debug("%s %s → %s", method, url, response.status_code)
         return response, attempts
+
+
+def server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
+    """The reason the server gave, in one line (Tastypie's ``error_message``, field errors),
+    ``redact``-ed before it is cut: a cut through an echoed key would leave part of it."""
+    try:
+        body = response.json()
+    except ValueError:
+        text = redact(" ".join(response.text.split()))
+        return text[:300] or response.reason_phrase or "no reason given"
+    if isinstance(body, dict):
+        for key in ("error_message", "error", "detail"):
+            if isinstance(body.get(key), str):
+                return redact(str(body[key]))[:300]
+        # tastypie's validation errors: {"downloads/release_file": {"url": ["..."]}}
+        if len(body) == 1 and isinstance(errors := next(iter(body.values())), dict):
+            said = [
+                f"{field}: {' '.join(str(m) for m in messages)}"
+                for field, messages in errors.items()
+                if isinstance(messages, list)
+            ]
+            if said and len(said) == len(errors):
+                return redact("; ".join(said))[:300]
+    return redact(json.dumps(body))[:300]

@@ -12,12 +12,12 @@ difference: records that already match are left alone, so running it again write
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -35,7 +35,9 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
 from bot.http_client import HttpClient, RetryPolicy
 from bot.ports import RegistryReport
-from bot.pydotorg.api import PydotorgApi
+from bot.pydotorg.api import PydotorgApi, server_message
+from bot.pydotorg.rate_limit import RateLimitNotice, rate_limit_refusal
+from bot.pydotorg.storable import check_storable
 
 _log = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ class PydotorgRegistry(PydotorgApi):
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         if auth.count(":") != 1 or not all(part.strip() for part in auth.split(":")):
             raise ConfigError(
@@ -95,6 +98,8 @@ class PydotorgRegistry(PydotorgApi):
             retry=retry,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
+        # python.org's rate limit: a wait is told once (to the release channel, if given)
+        self._on_rate_limit = RateLimitNotice(self._user, notice)
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
@@ -126,7 +131,10 @@ class PydotorgRegistry(PydotorgApi):
         """
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
-        for planned in planned_records(self.settings, self._profile, plan):
+        planned_all = planned_records(self.settings, self._profile, plan)
+        for planned in planned_all:
+            check_storable(planned)
+        for planned in planned_all:
             # _target found (or refused) every OS the rules use, and each record's OS is its rule's.
             wanted[planned.url] = planned.to_json(target.release_uri, target.os_uris[planned.os])
         existing = list(self._release_files(target))
@@ -206,28 +214,59 @@ class PydotorgRegistry(PydotorgApi):
     # -- writes
 
     def _create(self, record: Record) -> None:
+        """POST the record. A create that failed without a clear refusal (5xx, a lost
+        answer) may have been carried out: python.org is asked what it holds before the POST
+        is sent again, never blindly. python.org answers a duplicate url or slug, or a second
+        download button, with a 500: an identical record there is the create done."""
         what = f"create the record {record['name']!r} ({record['url']})"
-        response, attempts = self._send(
-            "POST", self._url("downloads/release_file/"), what=what, body=record
-        )
-        if response.status_code == 201:
-            if not response.headers.get("Location"):
-                raise RegistryError(f"python.org did not say where it put the record ({what}).")
-            _log.info("python.org: created %s at %s", record["url"], response.headers["Location"])
-            return
-        # An earlier attempt may have succeeded with its answer lost: then the retry is
-        # refused as a duplicate although the record is there, exactly as wanted.
-        if attempts > 1 and response.status_code == 400 and self._already_there(record):
-            _log.info("python.org: %s was created by an earlier attempt", record["url"])
-            return
-        raise self._refused(response, what)
+        policy, files = self._http.retry, self._url("downloads/release_file/")
+        for attempt in range(1, policy.attempts + 1):
+            response: httpx.Response | None = None
+            try:
+                answer, _ = self._send("POST", files, what=what, body=record)
+            except RegistryError as err:  # no answer at all: it may or may not be done
+                failure, reason = err, "no answer"
+            else:
+                response = answer
+                if response.status_code == 201:
+                    if not response.headers.get("Location"):
+                        raise RegistryError(
+                            f"python.org did not say where it put the record ({what})."
+                        )
+                    _log.info(
+                        "python.org: created %s at %s", record["url"], response.headers["Location"]
+                    )
+                    return
+                if response.status_code < 500:  # a refusal: nothing was made
+                    raise self._refused(response, what)
+                failure = self._refused(response, what)
+                reason = f"HTTP {response.status_code}"
+            if self._already_there(record, what, reason):
+                _log.info("python.org: %s is there (an earlier attempt made it)", record["url"])
+                return
+            if attempt < policy.attempts:
+                wait = policy.wait(attempt, response)
+                _log.warning("python.org: %s failed; trying again in %.1f s", what, wait or 0.0)
+                policy.sleep(wait or 0.0)
+        raise failure
 
-    def _already_there(self, record: Record) -> bool:
-        found = self._get_objects(
+    def _already_there(self, record: Record, what: str, reason: str) -> bool:
+        """Whether python.org holds ``record`` as wanted (True) or nothing in its way
+        (False); raises when another record holds its slug, URL or download button."""
+        fields = tuple(self.settings.sidecars.values())
+        by_slug = self._get_objects(
             "downloads/release_file/", {"slug": str(record["slug"])}, f"record {record['slug']!r}"
         )
-        fields = tuple(self.settings.sidecars.values())
-        return any(not differs(obj, record, fields) for obj in found)
+        if any(not differs(obj, record, fields) for obj in by_slug):
+            return True
+        release = _ReleaseTarget("", _pk(str(record["release"])), {})
+        there, in_the_way = _what_is_there(record, by_slug, self._release_files(release), fields)
+        if in_the_way:
+            raise RegistryError(
+                f"python.org could not {what} ({reason}): {in_the_way}; fix it in the "
+                "python.org admin, then publish again."
+            )
+        return there
 
     def _delete(self, record: Record) -> None:
         what = f"delete the record {record.get('name')!r} ({record.get('url')})"
@@ -241,7 +280,9 @@ class PydotorgRegistry(PydotorgApi):
     # -- HTTP
 
     def _refused(self, response: httpx.Response, what: str) -> RegistryError:
-        message = _server_message(response, self._redact)
+        message = server_message(response, self._redact)
+        if response.status_code == 429:
+            return rate_limit_refusal(response, self._user, self._http.retry, what)
         if response.status_code in (401, 403):
             return RegistryError(
                 f"python.org refused the credentials of API user {self._user!r} to {what} "
@@ -257,8 +298,47 @@ class PydotorgRegistry(PydotorgApi):
         return text.replace(self._secret, "***")
 
 
+def _what_is_there(
+    record: Record, by_slug: list[Record], siblings: Iterator[Record], fields: tuple[str, ...]
+) -> tuple[bool, str]:
+    """Whether ``record`` is among the records of its slug and of its release, as wanted;
+    else what holds its slug, URL or download button ("" for nothing)."""
+    siblings_seen = list(siblings)
+    same_url = [obj for obj in siblings_seen if obj.get("url") == record["url"]]
+    if any(not differs(obj, record, fields) for obj in same_url):
+        return True, ""
+    for obj in (*by_slug, *same_url):
+        names = ", ".join(_differing(obj, record, fields))
+        which = "slug" if obj in by_slug else "URL"
+        return False, (
+            f"its record {obj.get('resource_uri')} has the same {which} but differs in {names}"
+        )
+    if record.get("download_button"):
+        for obj in siblings_seen:
+            if obj.get("download_button") and _same_uri(obj.get("os"), record["os"]):
+                return False, (
+                    f"its record {obj.get('resource_uri')} ({obj.get('url')}) is already the "
+                    "download button of this OS and python.org allows one"
+                )
+    return False, ""
+
+
 def _pk(resource_uri: str) -> str:
     return PurePosixPath(resource_uri).name  # ".../release/12/" → "12"
+
+
+def _same_uri(a: object, b: object) -> bool:
+    """Two resource URIs of one object (python.org may give a path or an absolute URL)."""
+    return PurePosixPath(urlsplit(str(a)).path) == PurePosixPath(urlsplit(str(b)).path)
+
+
+def _differing(existing: Record, wanted: Record, sidecar_fields: tuple[str, ...]) -> list[str]:
+    """The fields in which ``existing`` is not ``wanted``, by :func:`differs`'s rules."""
+    return [
+        key
+        for key in wanted
+        if key in existing and differs({key: existing[key]}, {key: wanted[key]}, ())
+    ] or ["fields python.org does not list"]
 
 
 def _objects(page: Mapping[str, Any]) -> list[Record]:
@@ -266,18 +346,3 @@ def _objects(page: Mapping[str, Any]) -> list[Record]:
     if not isinstance(objects, list) or not all(isinstance(o, dict) for o in objects):
         raise RegistryError("python.org answered a look-up without the expected 'objects' list.")
     return objects
-
-
-def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
-    """The reason the server gave, in one line (Tastypie's ``error_message``, field errors),
-    ``redact``-ed before it is cut: a cut through an echoed key would leave part of it."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = redact(" ".join(response.text.split()))
-        return text[:300] or response.reason_phrase or "no reason given"
-    if isinstance(body, dict):
-        for key in ("error_message", "error", "detail"):
-            if isinstance(body.get(key), str):
-                return redact(str(body[key]))[:300]
-    return redact(json.dumps(body))[:300]

@@ -106,9 +106,19 @@ def test_a_refusal_shows_the_servers_message_by_itself(profile: Profile, key: st
 
 
 def test_a_refusal_without_a_known_message_field_shows_the_whole_answer(profile: Profile) -> None:
-    body = as_json({"release_file": {"slug": ["Enter a valid slug."]}})
+    body = as_json({"release_file": {"slug": "Enter a valid slug."}})
     problem = problem_of_check(profile, 400, body, content_type="application/json")
-    assert '(HTTP 400: {"release_file": {"slug": ["Enter a valid slug."]}}).' in problem
+    assert '(HTTP 400: {"release_file": {"slug": "Enter a valid slug."}}).' in problem
+
+
+def test_a_refusal_of_fields_quotes_each_field_and_its_messages(profile: Profile) -> None:
+    # python.org's ReleaseFile.clean() refusals, as tastypie shows them
+    errors = {"url": ["Must begin with 'https://www.python.org/'."], "slug": ["Bad.", "Taken."]}
+    body = as_json({"downloads/release_file": errors})
+    problem = problem_of_check(profile, 400, body, content_type="application/json")
+    assert problem.endswith(
+        "(HTTP 400: url: Must begin with 'https://www.python.org/'.; slug: Bad. Taken.)."
+    )
 
 
 def test_a_refusal_without_a_body_shows_the_status_reason(profile: Profile) -> None:
@@ -273,6 +283,7 @@ def test_pages_of_files_without_end_are_an_error(
 
     proxy = Proxy()
     proxy.change = next_is_itself
+    api.throttle_at = 2000  # python.org would say 429 after 600 requests an hour
 
     with pytest.raises(RegistryError) as caught:
         through(api, profile, proxy, sleeps).sync(make_plan(profile, "3.14.1", {}))
