@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,15 +28,16 @@ from bot.app import (
     run_sign,
     slack_manifest,
 )
-from bot.config import Config, load_config
+from bot.config import DEFAULT_CONFIG_NAME, MAX_CONFIG_BYTES, Config, load_config
 from bot.demo import BUILT_IN, DEMO_TAG, demo_state, make_demo_folders, reset_demo
 from bot.domain.signing import opt_out_warning
 from bot.domain.tags import ReleaseTag
-from bot.errors import RelbotError, StagingUnreachable
+from bot.errors import ConfigError, RelbotError, StagingUnreachable
 from bot.journal.store import OwnerLock, StateStore
 from bot.logs import setup_logging
 from bot.ports.lease import Holder, StorageLease
 from bot.ports.messages import ChannelMessage
+from bot.regular_files import UnreadableFile, read_regular_file
 from bot.service.render import audit_line
 from bot.serving import board_port, refresh_release_cycle, run_console, run_platforms
 from bot.storage.lock import LateLease
@@ -52,7 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(args.log_level, args.log_format)
     try:
-        config = load_config(args.config or _config_from_env())
+        try:
+            config = load_config(args.config or _config_from_env())
+        except ConfigError as err:
+            if args.func is not _check:
+                raise
+            return _check_unloadable(args.config or _config_from_env(), err)
         result: int = args.func(config, args)
         return result
     except RelbotError as err:
@@ -333,6 +340,7 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     both modes."""
     from bot.preflight import offline_problems
 
+    _quiet_sdks(args.log_level)
     found = offline_problems(config)  # the state file and local storage included
     problems = list(found.problems)
     checks: list[Callable[[], list[str]]] = []
@@ -370,6 +378,36 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     else:
         print(f"relbot check: {config.origin} is valid and every configured service answers.")
     return 0
+
+
+def _check_unloadable(path: Path | None, err: ConfigError) -> int:
+    """``relbot check`` on a config that does not load: its errors, and in the same round
+    the secrets its tables name that the environment lacks (a second run of check must
+    not be needed to learn of them)."""
+    from bot.preflight import unloadable_secrets
+
+    path = path or Path.cwd() / DEFAULT_CONFIG_NAME
+    try:  # as load_config reads it: a FIFO or /dev/zero is never read
+        data = tomllib.loads(read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8"))
+    except (UnreadableFile, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        data = {}  # the error says why it cannot be read
+    problems = [*str(err).splitlines(), *unloadable_secrets(data)]
+    print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
+    return 1
+
+
+def _quiet_sdks(level: str) -> None:
+    """``relbot check`` says each service's problem in one sentence with its fix: the chat
+    SDKs' own WARNING and ERROR lines about the same failure are noise on the operator's
+    screen (kept with --log-level debug). A filter on the handlers, not a level: slack_bolt
+    gives each app's logger a level of its own."""
+    if level != "debug":
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_not_an_sdk)
+
+
+def _not_an_sdk(record: logging.LogRecord) -> bool:
+    return record.name.partition(".")[0] not in ("slack_sdk", "slack_bolt", "discord")
 
 
 def _slack_manifest(config: Config, args: argparse.Namespace) -> int:

@@ -59,7 +59,7 @@ def make_demo_folders(config: Config) -> None:
 def _data(config: Config) -> list[Path]:
     """Everything the rehearsal writes: the folders, the state file and what sits beside it."""
     state = config.state_path
-    beside = [state.with_name(state.name + suffix) for suffix in ("-wal", "-shm", ".lock")]
+    beside = [state.with_name(state.name + suffix) for suffix in ("-wal", "-shm", ".lock", ".recorded")]
     folders = _folders(config)
     work = Path(default_work(os.path.realpath(folders["public"])))  # the bot's own copies
     return [*folders.values(), work, state, *beside, state.with_name(CACHE_NAME)]
