@@ -11,9 +11,11 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
 import time
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,10 +63,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             return _check_unloadable(args.config or _config_from_env(), err)
         result: int = args.func(config, args)
+        sys.stdout.flush()  # here, where a closed pipe can be caught, not at exit
         return result
     except RelbotError as err:
         print(f"relbot: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, not the traceback of whatever ran
+        after = (
+            " Whatever was under way resumes at the next relbot run." if args.func is _run else ""
+        )
+        print(f"\nrelbot: interrupted.{after}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (``relbot wait … | head``): end quietly, as other
+    tools do, with the status of a process ended by SIGPIPE. stdout goes to /dev/null so
+    that the interpreter's own flush at exit does not fail again."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return 128 + signal.SIGPIPE
 
 
 def _config_from_env() -> Path | None:
@@ -152,6 +173,12 @@ def _parser() -> argparse.ArgumentParser:
 
     health = sub.add_parser(
         "health", parents=[common], help="exit 0 if the running bot's /healthz answers 200"
+    )
+    health.add_argument(
+        "--board",
+        metavar="URL",
+        help="ask the bot serving this board (http://HOST:PORT/, as relbot run prints it: "
+        "the demo's) instead of the config's [health] port",
     )
     health.set_defaults(func=_probe_health)
 
@@ -418,11 +445,27 @@ def _slack_manifest(config: Config, args: argparse.Namespace) -> int:
 
 def _probe_health(config: Config, args: argparse.Namespace) -> int:
     """The container's HEALTHCHECK: ask the running bot on the configured host and port."""
-    from bot.web.healthcheck import probe
+    from bot.web.healthcheck import probe, probe_at
 
-    healthy, line = probe(config)
+    if args.board:
+        healthy, line = probe_at(_healthz(args.board))
+    elif config.model.health is None and config.origin == BUILT_IN:
+        raise RelbotError(
+            "the demo serves its board (and /healthz) on a free port, printed at start: "
+            "relbot health --board http://127.0.0.1:PORT/"
+        )
+    else:
+        healthy, line = probe(config)
     print(f"relbot health: {line}", file=sys.stdout if healthy else sys.stderr)
     return 0 if healthy else 1
+
+
+def _healthz(board: str) -> str:
+    """``/healthz`` beside the board at ``board`` (``http://HOST:PORT/``, or its pages)."""
+    parts = urllib.parse.urlsplit(board if "//" in board else f"http://{board}")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise RelbotError(f"--board: {board!r} is not a URL; give the one relbot run printed.")
+    return f"{parts.scheme}://{parts.netloc}/healthz"
 
 
 def _registry_problems(config: Config) -> list[str]:
