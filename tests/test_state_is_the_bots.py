@@ -194,7 +194,7 @@ def test_another_programs_sqlite_file_is_refused_and_left_as_it_was(tmp_path: Pa
         assert not state.with_name("state.db.recorded").exists()
 
 
-@pytest.mark.parametrize("keep", [50, 0.5])
+@pytest.mark.parametrize("keep", [10, 0.5])
 def test_a_state_file_cut_short_is_refused_with_advice_about_the_file(
     tmp_path: Path, keep: float
 ) -> None:
