@@ -133,10 +133,11 @@ class StateStore:
                 self._migrate()
                 self._check_writable()
             self._check_tables()
-            if self.last_id() == 0 and recorded_marker(path).exists():
+            recorded = self.last_id() if self.schema_version > 0 else 0  # 0: an empty file
+            if recorded == 0 and recorded_marker(path).exists():
                 raise StateFileError(_lost(path, "has no events"))
             self._identity = _identity(path)
-            self._marked = read_only or (self.last_id() > 0 and _mark_recorded(path))
+            self._marked = read_only or (recorded > 0 and _mark_recorded(path))
         except (OSError, sqlite3.Error) as err:
             self._db.close()
             raise state_file_error(path, err) from err
@@ -172,7 +173,9 @@ class StateStore:
                 f"{self.path} was written by a newer relbot (schema {version}, this one knows "
                 f"{SCHEMA_VERSION}); upgrade relbot."
             )
-        for number in range(version + 1, SCHEMA_VERSION + 1 if not dry else version + 1):
+        if dry:
+            return
+        for number in range(version + 1, SCHEMA_VERSION + 1):
             self._db.executescript(
                 f"BEGIN; {MIGRATIONS[number - 1]}; PRAGMA user_version={number}; COMMIT;"
             )
@@ -450,7 +453,8 @@ def state_problems(path: Path) -> list[str]:
     try:
         store = StateStore(path, read_only=True)
         try:
-            store.check_every_event()
+            if store.schema_version > 0:  # else an empty database: relbot run makes the tables
+                store.check_every_event()
         finally:
             store.close()
     except StateFileError as err:
