@@ -34,8 +34,8 @@ from bot.config import DEFAULT_CONFIG_NAME, MAX_CONFIG_BYTES, Config, load_confi
 from bot.demo import BUILT_IN, DEMO_TAG, demo_state, make_demo_folders, reset_demo
 from bot.domain.signing import opt_out_warning
 from bot.domain.tags import ReleaseTag
-from bot.errors import ConfigError, RelbotError, StagingUnreachable
-from bot.journal.store import OwnerLock, StateStore
+from bot.errors import ConfigError, RelbotError, StagingUnreachable, StateFileError
+from bot.journal.store import OwnerLock, StateStore, lost_state
 from bot.logs import setup_logging
 from bot.ports.lease import Holder, StorageLease
 from bot.ports.messages import ChannelMessage
@@ -342,6 +342,8 @@ def _demo(config: Config, args: argparse.Namespace) -> int:
 
 def _audit(config: Config, args: argparse.Namespace) -> int:
     tag = ReleaseTag.parse(args.tag)
+    if (lost := lost_state(config.state_path)) is not None:  # not "nothing recorded"
+        raise StateFileError(lost)
     if not config.state_path.exists():
         print(
             f"relbot: no state file at {config.state_path}; nothing recorded yet.", file=sys.stderr

@@ -133,7 +133,7 @@ def test_a_restart_after_the_state_file_was_deleted_is_refused_and_creates_nothi
     assert second.returncode == 1
     assert not state.exists()
     bot.finish()
-    for args in (["run"], ["check", "--offline"], ["check"]):
+    for args in (["run"], ["check", "--offline"], ["check"], ["audit", "3.14.1"]):
         again = relbot(tmp_path, *args, stdin="/status\n")
         assert again.returncode == 1, again
         assert f"state: {state} is missing, but relbot recorded events in it" in again.stderr
