@@ -453,8 +453,9 @@ def _probe_health(config: Config, args: argparse.Namespace) -> int:
         healthy, line = probe_at(_healthz(args.board))
     elif config.model.health is None and config.origin == BUILT_IN:
         raise RelbotError(
-            "the demo serves its board (and /healthz) on a free port, printed at start: "
-            "relbot health --board http://127.0.0.1:PORT/"
+            f"the {BUILT_IN} has no [health] table: the demo serves its board (and /healthz) "
+            "on a free port, printed at start; ask it with relbot health --board "
+            "http://127.0.0.1:PORT/"
         )
     else:
         healthy, line = probe(config)
