@@ -115,8 +115,8 @@ def test_a_state_file_taken_away_while_the_bot_runs_stops_recording_and_is_said_
     out, err = bot.finish()
     sentence = f"The state file {state} {said} while relbot ran"
     assert sentence in out  # every command answers it
-    said = [line for line in err.splitlines() if sentence in line and " ERROR " in line]
-    assert len(said) == 1, err  # the log says it once
+    logged = [line for line in err.splitlines() if sentence in line and " ERROR " in line]
+    assert len(logged) == 1, err  # the log says it once
     assert "on hold: after" not in out
     if change is not _delete:  # the file at the path was never written by the bot
         held = sqlite3.connect(state).execute("SELECT COUNT(*) FROM events").fetchone()[0]
