@@ -18,16 +18,30 @@ export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 SYNC := $(UV) sync --quiet --frozen --inexact --python $(BIN)/python
 
-.PHONY: run test install system-deps lint bench lock deploy mutants
+.PHONY: run test install system-deps lint bench lock deploy mutants venv-check
 
-$(UV): deploy/requirements-uv.txt
+# relbot needs Python 3.11 or later. A $(VENV) made by an older one breaks every later step
+# (uv refuses it, in many lines): said in one, with the two ways out. Order-only: it runs
+# every time and never makes the virtualenv out of date.
+OLD_PYTHON := import sys; sys.exit(sys.version_info < (3, 11))
+venv-check:
+	@if [ -x $(BIN)/python ] && ! $(BIN)/python -c '$(OLD_PYTHON)' 2>/dev/null; then \
+	  echo "make: $(VENV) was made by $$($(BIN)/python -V 2>&1), but relbot needs Python 3.11 or later: rm -rf $(VENV) and make again, or make PYTHON=python3.11 after rm -rf $(VENV)." >&2; \
+	  exit 1; \
+	fi
+	@if [ ! -e $(BIN)/python ] && ! $(PYTHON) -c '$(OLD_PYTHON)' 2>/dev/null; then \
+	  echo "make: $(PYTHON) is $$($(PYTHON) -V 2>&1), but relbot needs Python 3.11 or later: make PYTHON=python3.11 (or the path of a newer one)." >&2; \
+	  exit 1; \
+	fi
+
+$(UV): deploy/requirements-uv.txt | venv-check
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --require-hashes -r deploy/requirements-uv.txt
 	touch $@
 
 # What running needs, as locked, and relbot itself (editable; again when its version changes).
 # --inexact: uv stays installed.
-$(BIN)/relbot: pyproject.toml uv.lock bot/__init__.py $(UV)
+$(BIN)/relbot: pyproject.toml uv.lock bot/__init__.py $(UV) | venv-check
 	$(SYNC)
 	touch $@
 
@@ -38,8 +52,10 @@ $(VENV)/.test-extras: $(BIN)/relbot
 
 install: $(VENV)/.test-extras
 
+# `make run PORT=9200` serves the release board on that port (default: a free one);
+# `make run ARGS="--as steve"` passes anything else to relbot run.
 run: $(BIN)/relbot
-	$(BIN)/relbot run
+	$(BIN)/relbot run $(if $(PORT),--board $(PORT)) $(ARGS)
 
 # The SFTP tests start a real sshd on 127.0.0.1; the deploy tests verify the systemd unit;
 # the release board's tests drive Debian's chromium through its chromedriver; the registry

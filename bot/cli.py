@@ -11,8 +11,11 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
 import time
+import tomllib
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,15 +30,16 @@ from bot.app import (
     run_sign,
     slack_manifest,
 )
-from bot.config import Config, load_config
+from bot.config import DEFAULT_CONFIG_NAME, MAX_CONFIG_BYTES, Config, load_config
 from bot.demo import BUILT_IN, DEMO_TAG, demo_state, make_demo_folders, reset_demo
 from bot.domain.signing import opt_out_warning
 from bot.domain.tags import ReleaseTag
-from bot.errors import RelbotError, StagingUnreachable
-from bot.journal.store import OwnerLock, StateStore
+from bot.errors import ConfigError, RelbotError, StagingUnreachable, StateFileError
+from bot.journal.store import OwnerLock, StateStore, lost_state
 from bot.logs import setup_logging
 from bot.ports.lease import Holder, StorageLease
 from bot.ports.messages import ChannelMessage
+from bot.regular_files import UnreadableFile, read_regular_file
 from bot.service.render import audit_line
 from bot.serving import board_port, refresh_release_cycle, run_console, run_platforms
 from bot.storage.lock import LateLease
@@ -52,12 +56,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(args.log_level, args.log_format)
     try:
-        config = load_config(args.config or _config_from_env())
+        try:
+            config = load_config(args.config or _config_from_env())
+        except ConfigError as err:
+            if args.func is not _check:
+                raise
+            return _check_unloadable(args.config or _config_from_env(), err)
         result: int = args.func(config, args)
+        sys.stdout.flush()  # here, where a closed pipe can be caught, not at exit
         return result
     except RelbotError as err:
         print(f"relbot: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, not the traceback of whatever ran
+        after = (
+            " Whatever was under way resumes at the next relbot run." if args.func is _run else ""
+        )
+        print(f"\nrelbot: interrupted.{after}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (``relbot wait … | head``): end quietly, as other
+    tools do, with the status of a process ended by SIGPIPE. stdout goes to /dev/null so
+    that the interpreter's own flush at exit does not fail again."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return 128 + signal.SIGPIPE
 
 
 def _config_from_env() -> Path | None:
@@ -145,6 +173,12 @@ def _parser() -> argparse.ArgumentParser:
 
     health = sub.add_parser(
         "health", parents=[common], help="exit 0 if the running bot's /healthz answers 200"
+    )
+    health.add_argument(
+        "--board",
+        metavar="URL",
+        help="ask the bot serving this board (http://HOST:PORT/, as relbot run prints it: "
+        "the demo's) instead of the config's [health] port",
     )
     health.set_defaults(func=_probe_health)
 
@@ -308,6 +342,8 @@ def _demo(config: Config, args: argparse.Namespace) -> int:
 
 def _audit(config: Config, args: argparse.Namespace) -> int:
     tag = ReleaseTag.parse(args.tag)
+    if (lost := lost_state(config.state_path)) is not None:  # not "nothing recorded"
+        raise StateFileError(lost)
     if not config.state_path.exists():
         print(
             f"relbot: no state file at {config.state_path}; nothing recorded yet.", file=sys.stderr
@@ -333,6 +369,7 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     both modes."""
     from bot.preflight import offline_problems
 
+    _quiet_sdks(args.log_level)
     found = offline_problems(config)  # the state file and local storage included
     problems = list(found.problems)
     checks: list[Callable[[], list[str]]] = []
@@ -372,6 +409,36 @@ def _check(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_unloadable(path: Path | None, err: ConfigError) -> int:
+    """``relbot check`` on a config that does not load: its errors, and in the same round
+    the secrets its tables name that the environment lacks (a second run of check must
+    not be needed to learn of them)."""
+    from bot.preflight import unloadable_secrets
+
+    path = path or Path.cwd() / DEFAULT_CONFIG_NAME
+    try:  # as load_config reads it: a FIFO or /dev/zero is never read
+        data = tomllib.loads(read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8"))
+    except (UnreadableFile, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        data = {}  # the error says why it cannot be read
+    problems = [*str(err).splitlines(), *unloadable_secrets(data)]
+    print("\n".join(f"relbot check: {p}" for p in problems), file=sys.stderr)
+    return 1
+
+
+def _quiet_sdks(level: str) -> None:
+    """``relbot check`` says each service's problem in one sentence with its fix: the chat
+    SDKs' own WARNING and ERROR lines about the same failure are noise on the operator's
+    screen (kept with --log-level debug). A filter on the handlers, not a level: slack_bolt
+    gives each app's logger a level of its own."""
+    if level != "debug":
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_not_an_sdk)
+
+
+def _not_an_sdk(record: logging.LogRecord) -> bool:
+    return record.name.partition(".")[0] not in ("slack_sdk", "slack_bolt", "discord")
+
+
 def _slack_manifest(config: Config, args: argparse.Namespace) -> int:
     """Print the Slack app manifest: the command names and mode of ``[slack]``."""
     print(slack_manifest(config, args.url), end="")
@@ -380,11 +447,28 @@ def _slack_manifest(config: Config, args: argparse.Namespace) -> int:
 
 def _probe_health(config: Config, args: argparse.Namespace) -> int:
     """The container's HEALTHCHECK: ask the running bot on the configured host and port."""
-    from bot.web.healthcheck import probe
+    from bot.web.healthcheck import probe, probe_at
 
-    healthy, line = probe(config)
+    if args.board:
+        healthy, line = probe_at(_healthz(args.board))
+    elif config.model.health is None and config.origin == BUILT_IN:
+        raise RelbotError(
+            f"the {BUILT_IN} has no [health] table: the demo serves its board (and /healthz) "
+            "on a free port, printed at start; ask it with relbot health --board "
+            "http://127.0.0.1:PORT/"
+        )
+    else:
+        healthy, line = probe(config)
     print(f"relbot health: {line}", file=sys.stdout if healthy else sys.stderr)
     return 0 if healthy else 1
+
+
+def _healthz(board: str) -> str:
+    """``/healthz`` beside the board at ``board`` (``http://HOST:PORT/``, or its pages)."""
+    parts = urllib.parse.urlsplit(board if "//" in board else f"http://{board}")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise RelbotError(f"--board: {board!r} is not a URL; give the one relbot run printed.")
+    return f"{parts.scheme}://{parts.netloc}/healthz"
 
 
 def _registry_problems(config: Config) -> list[str]:

@@ -59,7 +59,8 @@ def make_demo_folders(config: Config) -> None:
 def _data(config: Config) -> list[Path]:
     """Everything the rehearsal writes: the folders, the state file and what sits beside it."""
     state = config.state_path
-    beside = [state.with_name(state.name + suffix) for suffix in ("-wal", "-shm", ".lock")]
+    suffixes = ("-wal", "-shm", ".lock", ".recorded")
+    beside = [state.with_name(state.name + suffix) for suffix in suffixes]
     folders = _folders(config)
     work = Path(default_work(os.path.realpath(folders["public"])))  # the bot's own copies
     return [*folders.values(), work, state, *beside, state.with_name(CACHE_NAME)]
@@ -145,3 +146,42 @@ def published_note(config: Config) -> str | None:
     if not published:
         return None
     return f"{describe_demo(config)} relbot demo --reset starts the rehearsal again."
+
+
+def demo_banner(config: Config) -> str | None:
+    """For the console's start banner: where the rehearsal is, in one sentence with what to
+    type next; None for a config of one's own. "Staged, try /ready" only while nothing was
+    recorded about the demo release: after a restart mid-publish, the publish resumes by
+    itself, and a /ready then would only be refused."""
+    if config.origin != BUILT_IN:
+        return None
+    tag = DEMO_TAG
+    staging = config.path(config.model.storage.staging) / str(tag)
+    state = None
+    if config.state_path.exists():
+        store = StateStore(config.state_path)
+        try:
+            state, events = store.release(tag), len(store.events(tag))
+        finally:
+            store.close()
+    if state is not None and state.is_published:
+        return published_note(config)
+    if state is not None and state.publishing is not None:
+        return (
+            f"The demo release {tag} is being published (confirmed by {state.publisher}); it "
+            f"goes on by itself: watch the channel, or /status {tag}. relbot demo --reset "
+            "starts the rehearsal again."
+        )
+    if state is not None and events:
+        return (
+            f"{describe_demo(config)} /status {tag} shows where it is; relbot demo --reset "
+            "starts the rehearsal again."
+        )
+    if staging.is_dir():
+        return (
+            f"A demo release {tag} is staged in {staging}/. Try: /status {tag}, "
+            f"/ready source {tag}, /ready docs {tag}, /as steve, /ready windows {tag}, "
+            f"/as ned, /ready macos {tag}, /as hugo, /publish {tag}, then the confirm line it "
+            "prints."
+        )
+    return None

@@ -72,6 +72,11 @@ class StateWriteError(StorageError):
     step that needed it did not happen."""
 
 
+class StateGone(StateWriteError):
+    """The state file was deleted, replaced or swapped for a link while the bot ran: the bot
+    records nothing more (it would write into a file nobody reads) until it is restarted."""
+
+
 class StateLocked(RelbotError):
     """Another process owns the state file."""
 

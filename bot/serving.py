@@ -23,7 +23,7 @@ from bot.app import (
     platforms_chat,
 )
 from bot.config import Config
-from bot.demo import BUILT_IN, DEMO_TAG, published_note, stage_demo
+from bot.demo import BUILT_IN, DEMO_TAG, demo_banner, stage_demo
 from bot.errors import RelbotError
 from bot.journal.store import StateStore
 from bot.metrics import Metrics
@@ -197,16 +197,7 @@ def _banner(config: Config, speaker: str, board: str | None) -> None:
         f"'/as NAME' speaks as someone else ({others}). /help lists the commands; "
         "end of input (Ctrl-D) quits.",
     ]
-    staging = config.path(config.model.storage.staging)
-    if config.origin == BUILT_IN and (staging / str(DEMO_TAG)).is_dir():
-        tag = DEMO_TAG
-        lines.append(
-            f"A demo release {tag} is staged in {staging / str(tag)}/. Try: /status {tag}, "
-            f"/ready source {tag}, /ready docs {tag}, /as steve, /ready windows {tag}, "
-            f"/as ned, /ready macos {tag}, /as hugo, /publish {tag}, then the confirm line it "
-            "prints."
-        )
-    elif (note := published_note(config)) is not None:
+    if (note := demo_banner(config)) is not None:
         lines.append(note)
     if board is not None:
         lines.append(f"The release board is at {board}")

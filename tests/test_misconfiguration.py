@@ -389,6 +389,9 @@ def test_each_config_case_is_one_sentence_from_check_offline_and_run_alike(
 
     for command in (["check", "--offline"], ["run"], ["status"]):
         code, err = in_process(tmp_path, *command, capsys=capsys)
+        if command[0] == "check":  # in the same round: the secrets the config names
+            secrets = [line for line in err.splitlines() if line.endswith("--env-file).")]
+            err = "\n".join(line for line in err.splitlines() if line not in secrets)
         assert_one_line(code, err, CONFIG_KEYS[case])
 
 

@@ -19,7 +19,14 @@ from typing import Any
 from bot.domain.history import Event, EventKind, ReleaseState, fold
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import shown
-from bot.errors import StateFileError, StateLocked, StateWriteError, StorageError, TagError
+from bot.errors import (
+    StateFileError,
+    StateGone,
+    StateLocked,
+    StateWriteError,
+    StorageError,
+    TagError,
+)
 from bot.regular_files import special_file_kind
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+_MADE_BY = ("events", "summaries")  # the table each migration made, in order
 # The columns of each table as the migrations make them: anything else is not our file.
 TABLES: dict[str, tuple[str, ...]] = {
     "events": ("id", "at", "tag", "actor", "kind", "data"),
@@ -87,26 +95,49 @@ class StateStore:
     same file), so a long log is not replayed on every call.
     """
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, path: Path, clock: Callable[[], float] = time.time, *, read_only: bool = False
+    ) -> None:
+        """Open (or, when missing and never recorded in, create) the state file; raises
+        :class:`StateFileError` with one sentence when it cannot be the state file.
+        ``read_only`` (``relbot check``): an existing file is read and checked, and nothing
+        is written, created or migrated."""
         self.path = path
         self._clock = clock
         if special_file_kind(path):  # a FIFO would hang the first read
             raise state_file_error(path, IsADirectoryError() if path.is_dir() else OSError())
+        if (lost := lost_state(path)) is not None:  # never a fresh file where one was
+            raise StateFileError(lost)
+        if (damaged := not_sqlite(path)) is not None:  # SQLite would take it for an empty one
+            raise StateFileError(damaged)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            if read_only:
+                self._db = sqlite3.connect(_read_only_uri(path), uri=True, check_same_thread=False)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as err:
             raise state_file_error(path, err) from err
         self._folded: dict[str, tuple[int, ReleaseState]] = {}  # tag → (last event id, state)
         self._tags_read = 0  # open_tags has read every event up to this id
         self._acted: set[str] = set()
         self._published: set[str] = set()
+        self._gone = ""  # why the file is not the one opened any more, once it is not
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
-            self._migrate()
+            self._check_ours()
+            if read_only:
+                self._migrate(dry=True)
+            else:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")  # the log is the publish journal
+                self._migrate()
+                self._check_writable()
             self._check_tables()
-            self._check_writable()
+            recorded = self.last_id() if self.schema_version > 0 else 0  # 0: an empty file
+            if recorded == 0 and recorded_marker(path).exists():
+                raise StateFileError(_lost(path, "has no events"))
+            self._identity = _identity(path)
+            self._marked = read_only or (recorded > 0 and _mark_recorded(path))
         except (OSError, sqlite3.Error) as err:
             self._db.close()
             raise state_file_error(path, err) from err
@@ -114,15 +145,36 @@ class StateStore:
             self._db.close()
             raise
 
-    def _migrate(self) -> None:
+    def _check_ours(self) -> None:
+        """Refuse another program's SQLite file before anything is written into it: one
+        with tables that no migration of this schema version made."""
+        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
+        wanted = set(TABLES) if version >= SCHEMA_VERSION else set(_MADE_BY[:version])
+        found = {
+            str(row[0])
+            for row in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if version > SCHEMA_VERSION or found <= wanted:
+            return  # a newer relbot's (refused by _migrate, with its own sentence), or ours
+        others = ", ".join(sorted(found - wanted)) or "none of relbot's"
+        raise StateFileError(
+            f"state: {self.path} is another program's SQLite file (its tables: {others}), "
+            "not relbot's state file; point state at another file (it is created if missing)."
+        )
+
+    def _migrate(self, *, dry: bool = False) -> None:
         """Bring an older file up to this schema, one migration per transaction; refuse a
-        file from a newer relbot rather than guess at it."""
+        file from a newer relbot rather than guess at it. ``dry``: only the refusal."""
         version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StorageError(
                 f"{self.path} was written by a newer relbot (schema {version}, this one knows "
                 f"{SCHEMA_VERSION}); upgrade relbot."
             )
+        if dry:
+            return
         for number in range(version + 1, SCHEMA_VERSION + 1):
             self._db.executescript(
                 f"BEGIN; {MIGRATIONS[number - 1]}; PRAGMA user_version={number}; COMMIT;"
@@ -130,8 +182,12 @@ class StateStore:
 
     def _check_tables(self) -> None:
         """Refuse a file whose tables are not those the migrations made (one dropped or
-        changed by hand): every later read would fail in the middle of a command."""
+        changed by hand): every later read would fail in the middle of a command. (A file
+        of an older schema, read without migrating it: the tables it has so far.)"""
+        made = set(_MADE_BY[: self.schema_version])
         for table, wanted in TABLES.items():
+            if table not in made:
+                continue
             found = tuple(row[1] for row in self._db.execute(f"PRAGMA table_info({table})"))
             if found != wanted:
                 what = (
@@ -222,12 +278,26 @@ class StateStore:
         version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
         return version
 
+    def _check_identity(self) -> None:
+        """Raise :class:`StateGone` when the path no longer names the file opened: deleted,
+        replaced, or swapped for a link. SQLite would go on writing into the file it holds
+        open, which nobody will ever read again; so the bot stops recording (and acting,
+        as every command and scan reads the state first), and says so once."""
+        if not self._gone:
+            now = _identity(self.path)
+            if now == self._identity:
+                return
+            self._gone = _gone(self.path, now)
+            log.error("%s", self._gone)
+        raise StateGone(self._gone)
+
     def summary_ref(self, tag: ReleaseTag) -> str | None:
         row = self._db.execute("SELECT ref FROM summaries WHERE tag = ?", (str(tag),)).fetchone()
         return None if row is None else str(row[0])
 
     def set_summary_ref(self, tag: ReleaseTag, ref: str) -> None:
         try:
+            self._check_identity()
             self._db.execute(
                 "INSERT INTO summaries (tag, ref) VALUES (?, ?) "
                 "ON CONFLICT (tag) DO UPDATE SET ref = excluded.ref",
@@ -235,6 +305,8 @@ class StateStore:
             )
         except sqlite3.OperationalError as err:  # where to edit: a restart posts anew
             log.warning("%s", self._write_error(err))
+        except StateGone:
+            pass  # said once, by the check
 
     def close(self) -> None:
         self._db.close()
@@ -245,6 +317,7 @@ class StateStore:
         recorded. A refusal that cannot be recorded is logged instead: it changed nothing."""
         at = self._clock()
         text = json.dumps(data, sort_keys=True)
+        self._check_identity()
         try:
             cursor = self._db.execute(
                 "INSERT INTO events (at, tag, actor, kind, data) VALUES (?, ?, ?, ?, ?)",
@@ -257,6 +330,8 @@ class StateStore:
                 return Event(0, at, str(tag), actor, kind, data)
             raise error from err
         assert cursor.lastrowid is not None
+        if not self._marked:  # after the commit: a marker never claims what is not there
+            self._marked = _mark_recorded(self.path)
         return Event(cursor.lastrowid, at, str(tag), actor, kind, data)
 
     def last_id(self) -> int:
@@ -280,6 +355,7 @@ class StateStore:
     def events(self, tag: ReleaseTag) -> list[Event]:
         """``tag``'s events, oldest first; :class:`StateFileError` when one of them cannot
         be read or folded (so ``relbot audit`` shows a release only when it is sound)."""
+        self._check_identity()
         rows = self._db.execute(
             "SELECT id, at, tag, actor, kind, data FROM events WHERE tag = ? ORDER BY id",
             (str(tag),),
@@ -293,6 +369,7 @@ class StateStore:
     def release(self, tag: ReleaseTag) -> ReleaseState:
         """``tag``'s current state: the cached fold, plus the events appended since it was
         made. One indexed query when nothing was appended. The caller gets its own copy."""
+        self._check_identity()
         key = str(tag)
         row = self._db.execute("SELECT MAX(id) FROM events WHERE tag = ?", (key,)).fetchone()
         top: int | None = row[0]
@@ -318,6 +395,7 @@ class StateStore:
 
         Kept up to date from the events appended since the last call (by any process), so a
         long log, refusals included, is read once."""
+        self._check_identity()
         rows = self._db.execute(
             "SELECT id, tag, kind FROM events WHERE id > ? ORDER BY id", (self._tags_read,)
         )
@@ -346,7 +424,9 @@ def state_file_error(path: Path, err: BaseException) -> StateFileError:
     elif path.exists() and not path.is_file():
         why = "it is not a regular file; point state at a file (it is created if missing)"
     elif "not a database" in text:
-        why = "it is not an SQLite file; point state at another file, or move it away"
+        why = _NOT_SQLITE
+    elif "malformed" in text:
+        return StateFileError(_damaged(path))
     elif "readonly" in text or "read-only" in text or getattr(err, "errno", 0) == errno.EROFS:
         why = "it is read-only; give this user write access to it and its folder"
     elif path.parent.exists() and not path.parent.is_dir():
@@ -358,17 +438,167 @@ def state_file_error(path: Path, err: BaseException) -> StateFileError:
 
 
 def state_problems(path: Path) -> list[str]:
-    """For ``relbot check``: why ``path`` cannot be the state file (created when missing)."""
+    """For ``relbot check``: why ``path`` cannot be the state file, read without writing
+    anything (a missing file is fine: ``relbot run`` creates it, unless its marker says it
+    was lost; whether its folder can be written is the preflight's)."""
+    if special_file_kind(path):
+        return [str(state_file_error(path, IsADirectoryError() if path.is_dir() else OSError()))]
+    for problem in (lost_state(path), not_sqlite(path)):
+        if problem is not None:
+            return [problem]
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    if not os.access(path, os.W_OK):  # what opening it for writing would say
+        return [str(state_file_error(path, OSError(errno.EROFS, "read-only")))]
     try:
-        store = StateStore(path)
+        store = StateStore(path, read_only=True)
         try:
-            store.check_every_event()
+            if store.schema_version > 0:  # else an empty database: relbot run makes the tables
+                store.check_every_event()
         finally:
             store.close()
-        OwnerLock(path).probe()
     except StateFileError as err:
         return [str(err)]
+    except StorageError as err:  # a newer relbot's file
+        return [f"state: {err}"]
     return []
+
+
+def recorded_marker(state: Path) -> Path:
+    """The file beside the state file that says events were recorded in it.
+
+    Written once, when the first event is durable (and at any open of a file with events
+    that lacks it), and never by anything else; so while it is there, a state file that is
+    missing, empty or without events is one that was lost, not a first start. Beside the
+    state file, not in the work folder: it is the state folder's own record (same owner,
+    same backup, same filesystem; the work folder is the storage's, on the server with
+    SFTP). Deleting the state file alone, or emptying it, leaves the marker; deleting the
+    whole folder, or the marker, is a fresh start on purpose."""
+    return state.with_name(state.name + ".recorded")
+
+
+def lost_state(path: Path) -> str | None:
+    """The sentence refusing a state file that is missing or empty while its marker says
+    events were recorded in it; None when it is not so."""
+    if not recorded_marker(path).exists():
+        return None
+    try:
+        if path.stat().st_size > 0:
+            return None
+        what = "is empty (0 bytes)"
+    except FileNotFoundError:
+        what = "is missing"
+    except OSError:
+        return None  # said by whatever opens it
+    return _lost(path, what)
+
+
+def _lost(path: Path, what: str) -> str:
+    marker = recorded_marker(path)
+    return (
+        f"state: {path} {what}, but relbot recorded events in it ({marker.name} beside it "
+        "says so): the claims, holds and publishes of every release would be forgotten. "
+        f"Restore {path.name} from a backup; to start afresh on purpose, delete {marker}"
+        + (f" and {path}" if what != "is missing" else "")
+        + "."
+    )
+
+
+def start_afresh_note(path: Path) -> str:
+    """How to start afresh on purpose, for ``relbot check``."""
+    return f"to start afresh on purpose, delete {path} and {recorded_marker(path)}"
+
+
+_NOT_SQLITE = "it is not an SQLite file; point state at another file, or move it away"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def not_sqlite(path: Path) -> str | None:
+    """The sentence refusing a file that is not an SQLite file or was cut short (SQLite
+    takes a file shorter than its header for an empty database, and would write into it);
+    None for a missing or empty file, or one with SQLite's header."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(100)
+    except OSError:
+        return None  # missing, or unreadable: said by whatever opens it
+    if not head or (len(head) == 100 and head.startswith(_SQLITE_MAGIC)):
+        return None
+    if _SQLITE_MAGIC.startswith(head[:16]) or head.startswith(_SQLITE_MAGIC):
+        return _damaged(path)
+    return f"state: cannot use {path} as the state file: {_NOT_SQLITE}."
+
+
+def _damaged(path: Path) -> str:
+    return (
+        f"state: cannot use {path} as the state file: it is damaged (cut short or "
+        "overwritten); restore this file from a backup, or move it away to start afresh on "
+        "purpose."
+    )
+
+
+def _read_only_uri(path: Path) -> str:
+    """SQLite's URI that reads ``path`` and writes nothing beside it: ``mode=ro`` makes the
+    ``-wal`` and ``-shm`` files when they are missing, so a file without them (no bot on it,
+    every event in the file itself) is opened ``immutable``."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if not path.with_name(path.name + "-wal").exists():
+        uri += "&immutable=1"
+    return uri
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """The link's and the file's (device, inode), or None when the path names nothing."""
+    try:
+        link, file = os.lstat(path), os.stat(path)
+    except OSError:
+        return None
+    return (link.st_dev, link.st_ino, file.st_dev, file.st_ino)
+
+
+def _gone(path: Path, now: tuple[int, int, int, int] | None) -> str:
+    if now is None:
+        what = "was deleted"
+    elif path.is_symlink():
+        what = "was replaced by a link"
+    else:
+        what = "was replaced by another file"
+    return (
+        f"The state file {path} {what} while relbot ran: relbot records nothing more and "
+        "acts on no command until it is restarted; put the bot's file back (from a "
+        "backup) and restart relbot."
+    )
+
+
+def _mark_recorded(state: Path) -> bool:
+    """Write the marker (see :func:`recorded_marker`) if it is not there, durably; True
+    once it is. A marker that cannot be written is logged, and tried again later."""
+    marker = recorded_marker(state)
+    if marker.exists():
+        return True
+    text = (
+        f"relbot recorded events in {state.name}. While this file is here, relbot refuses "
+        f"to start on a missing or empty {state.name}: restore it from a backup. To start "
+        "afresh on purpose, delete both.\n"
+    )
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, text.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        folder = os.open(state.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    except FileExistsError:
+        return True
+    except OSError as err:
+        log.warning("cannot write %s (%s); tried again at the next event", marker, err.strerror)
+        return False
+    return True
 
 
 _RESTORE = (

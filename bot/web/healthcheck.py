@@ -29,7 +29,11 @@ def probe(config: Config) -> tuple[bool, str]:
     settings = config.model.health
     if settings is None:
         return False, f"{config.origin} has no [health] table; add one with a port."
-    url = probe_url(settings.host, settings.port)
+    return probe_at(probe_url(settings.host, settings.port))
+
+
+def probe_at(url: str) -> tuple[bool, str]:
+    """(healthy, one line saying why) of the ``/healthz`` at ``url``. Never raises."""
     try:
         response = httpx.get(url, timeout=TIMEOUT, trust_env=False)  # never via a proxy
     except httpx.HTTPError as err:
