@@ -221,6 +221,7 @@ def test_check_says_a_chat_service_it_cannot_reach_in_its_own_words_only(
     assert result.returncode == 1
     slack = [p for p in problems(result) if p.startswith("slack.")]
     assert slack and slack[0].startswith("slack.api_url: cannot reach http://127.0.0.1:9/api/")
+    assert slack[0].endswith("(Connection refused)."), slack[0]  # the reason, not "URLError"
     assert "slack_sdk" not in result.stderr and "ERROR" not in result.stderr
 
 

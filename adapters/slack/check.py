@@ -61,7 +61,7 @@ class WorkspaceCheck:
                 + self._check_people(client)
             )
         except (SlackClientError, OSError) as err:  # urllib's URLError is an OSError
-            return [f"slack.api_url: cannot reach {self._api_url} ({type(err).__name__})."]
+            return [f"slack.api_url: cannot reach {self._api_url} ({_why(err)})."]
 
     def _check_scopes(self, scopes: set[str] | None) -> list[str]:
         """The scopes posting needs (None: Slack did not say which the token has)."""
@@ -131,3 +131,12 @@ class WorkspaceCheck:
         return problems
 
     # -- requests ----------------------------------------------------------------------------
+
+
+def _why(err: Exception) -> str:
+    """What went wrong in the operator's words: urllib's URLError wraps the socket's error
+    (``Connection refused``), which its class name alone hides."""
+    reason: object = getattr(err, "reason", None) or err
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return str(reason) or type(err).__name__
