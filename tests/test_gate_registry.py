@@ -151,3 +151,47 @@ async def test_a_registry_outage_is_told_once_while_the_publish_keeps_retrying(
     api.faults.clear()
     await world.gate.scan()
     assert world.events("3.14.1", EventKind.PUBLISHED) == ["published"]
+
+
+async def test_a_file_python_org_cannot_record_is_refused_at_publish_with_nothing_public(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    """A name past python.org's 200-character URL column would be answered with a 500 after
+    the files are out: /publish refuses the plan instead, naming the file."""
+    api.add_release("Python 3.14.1")
+    world = registered_world(tmp_path, api)
+    world.stage("3.14.1")
+    (world.staging / "3.14.1" / "python-3.14.1.exe").unlink()  # this build comes renamed
+    long_name = "python-3.14.1-" + "x" * 180 + ".exe"  # the 32-bit installer, by its rule
+    world.write("3.14.1", long_name, "the 32-bit installer")
+    for path in ("python-3.14.1.exe", long_name):
+        waived = await world.say("hugo", f"/waive 3.14.1 {path} renamed build")
+        assert not waived.private, waived.text
+    await world.ready_all("3.14.1")
+
+    refused = await world.say("hugo", "/publish 3.14.1")
+
+    assert refused.private and refused.confirm is None, refused.text
+    assert f"python.org: the python.org url of 3.14.1/{long_name} would be" in refused.text
+    assert "200 at most" in refused.text and ".." not in refused.text
+    assert world.public_files() == set()
+    assert api.files("Python 3.14.1") == []
+
+
+async def test_two_files_python_org_would_record_alike_are_refused_at_publish(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    """python.org keeps slugs unique and answers a second one with a 500: caught in the plan."""
+    api.add_release("Python 3.14.1")
+    world = registered_world(tmp_path, api)
+    world.stage("3.14.1")
+    extra = "python-3.14.1-extra.exe"
+    world.write("3.14.1", extra, "another 32-bit installer")
+    await world.ready_all("3.14.1")
+    assert not (await world.say("hugo", f"/waive 3.14.1 {extra} an extra build")).private
+
+    refused = await world.say("hugo", "/publish 3.14.1")
+
+    assert refused.private and refused.confirm is None, refused.text
+    assert "would get the same python.org slug" in refused.text and ".." not in refused.text
+    assert world.public_files() == set()

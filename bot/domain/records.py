@@ -326,3 +326,33 @@ def differs(existing: Record, wanted: Record, sidecar_fields: Sequence[str]) -> 
 def _uri_path(value: object) -> str:
     # The path only: the API may list a resource by absolute URL or by path.
     return unquote(urlsplit(str(value)).path)
+
+
+# python.org's ReleaseFile columns: an IntegerField file size, 200-character names, slugs and
+# URLs. A record past them is answered with a 500 that looks like a passing failure.
+MAX_FILESIZE = 2**31
+MAX_LENGTH = 200
+
+
+def unstorable(records: Sequence[PlannedRecord]) -> list[str]:
+    """Why python.org's database cannot hold some of ``records``: one sentence each."""
+    problems = []
+    for record in records:
+        if not 0 <= record.filesize < MAX_FILESIZE:
+            problems.append(
+                f"{record.target} is {record.filesize} bytes; python.org stores a file size "
+                f"below 2**31 ({MAX_FILESIZE} bytes) only, so it cannot be registered"
+            )
+        for field, value in (
+            ("name", record.name),
+            ("slug", record.slug),
+            ("url", record.url),
+            *record.sidecars,
+        ):
+            if len(value) > MAX_LENGTH:
+                problems.append(
+                    f"the python.org {field} of {record.target} would be {len(value)} "
+                    f"characters long; python.org stores {MAX_LENGTH} at most (shorten the "
+                    "file name or the profile's [pydotorg] rule)"
+                )
+    return problems

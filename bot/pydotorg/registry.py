@@ -132,8 +132,7 @@ class PydotorgRegistry(PydotorgApi):
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
         planned_all = planned_records(self.settings, self._profile, plan)
-        for planned in planned_all:
-            check_storable(planned)
+        check_storable(planned_all)
         for planned in planned_all:
             # _target found (or refused) every OS the rules use, and each record's OS is its rule's.
             wanted[planned.url] = planned.to_json(target.release_uri, target.os_uris[planned.os])

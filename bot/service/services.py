@@ -17,6 +17,8 @@ from bot.config import Config
 from bot.domain.files import Listing, changed_since, needs_digest
 from bot.domain.history import EventKind, ReleaseState
 from bot.domain.plan import PublishPlan, make_plan
+from bot.domain.profile import Profile
+from bot.domain.records import PydotorgSettings, planned_records, unstorable
 from bot.domain.signing import sign_command
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, RelbotError, StorageError
@@ -254,6 +256,10 @@ class Services:
         plan = make_plan(self.profile, readiness, listing, digests, index.live if index else None)
         if not plan.files:
             raise Refusal(f"Nothing new is staged for {tag}; stage the files to add first.")
+        if self.conn.registry is not None and (problems := unregistrable(self.profile, plan)):
+            # Refused now, while nothing is public: python.org would answer them with a 500
+            # after the files are out.
+            raise Refusal(f"{tag} cannot be published yet: " + "; ".join(problems) + ".")
         return announcing.with_announcement(self.config, self.conn, plan, state)
 
     def sign_line(self, tag: ReleaseTag) -> str:
@@ -286,3 +292,13 @@ def pinned_statuses(journal: Journal) -> dict[str, str]:
         if status is not None:
             found[str(tag)] = status
     return found
+
+
+def unregistrable(profile: Profile, plan: PublishPlan) -> list[str]:
+    """Why python.org could not hold the records of ``plan``: each a sentence naming the
+    file (a size or a name past its columns, two files with one URL)."""
+    try:
+        records = planned_records(PydotorgSettings.from_profile(profile), profile, plan)
+    except RegistryError as err:
+        return [f"python.org: {str(err).rstrip('.')}"]
+    return [f"python.org: {problem}" for problem in unstorable(records)]
