@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +196,24 @@ async def test_two_files_python_org_would_record_alike_are_refused_at_publish(
     assert refused.private and refused.confirm is None, refused.text
     assert "would get the same python.org slug" in refused.text and ".." not in refused.text
     assert world.public_files() == set()
+
+
+async def test_a_rate_limit_wait_during_registration_is_told_to_the_channel_once(
+    tmp_path: Path, api: PydotorgDouble
+) -> None:
+    api.add_release("Python 3.14.1")
+    world = registered_world(tmp_path, api)
+    api.fail("create", nth=3, status=429, times=1, retry_after=0)  # python.org: wait
+    world.stage("3.14.1")
+    await world.ready_all("3.14.1")
+
+    reply = await world.say("hugo", await world.plan("3.14.1"))
+    await asyncio.sleep(0)  # the notice was handed over from the registration's thread
+
+    assert not reply.private, reply.text
+    told = [n for n in world.chat.texts(ChannelKind.NOTICE) if "rate limiting" in n]
+    assert told == [
+        "python.org is rate limiting API user 'rm': the registration waits 0 s as python.org "
+        "asks, then goes on."
+    ], told
+    assert len(api.files("Python 3.14.1")) == 12

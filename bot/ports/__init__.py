@@ -5,7 +5,7 @@ adapters implement them. The ports may import the basics and :mod:`bot.domain` o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -219,9 +219,12 @@ class Registry(Protocol):
         """Raise unless the release record exists and the credentials may write to it."""
         ...
 
-    def sync(self, plan: PublishPlan) -> RegistryReport:
+    def sync(
+        self, plan: PublishPlan, *, notice: Callable[[str], None] | None = None
+    ) -> RegistryReport:
         """Make the release's file records match the published plan, by difference;
-        running it again is a no-op."""
+        running it again is a no-op. ``notice`` is told, once per sync, a wait the
+        database's rate limit asks for (called from the worker thread)."""
         ...
 
     def check(self) -> list[str]:

@@ -124,11 +124,15 @@ class PydotorgRegistry(PydotorgApi):
             return [f"pydotorg: {err}"]
         return []
 
-    def sync(self, plan: PublishPlan) -> RegistryReport:
+    def sync(
+        self, plan: PublishPlan, *, notice: Callable[[str], None] | None = None
+    ) -> RegistryReport:
         """Make the release's records match ``plan``, by difference, in the order of
         :func:`bot.domain.records.schedule` (create before delete). Raises
         :class:`RegistryError`; a run that stopped midway is finished by running it again.
         """
+        if notice is not None:  # this sync's own: a wait is told once per publish
+            self._on_rate_limit = RateLimitNotice(self._user, notice)
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
         planned_all = planned_records(self.settings, self._profile, plan)

@@ -83,7 +83,7 @@ class Pipeline:
             sign.Sign(conn, store, profile, logins or Logins(), actor=BOT),
             Promote(conn, metrics),
             SwapIndex(conn),
-            Register(conn),
+            Register(conn, reporter),
             Purge(conn, reporter),
             announcing.CheckDownloads(conn, metrics),
             announcing.PublishReleasePage(conn, reporter),

@@ -169,12 +169,14 @@ class SwapIndex:
 
 
 class Register:
-    """Make python.org's records match every public file of the release."""
+    """Make python.org's records match every public file of the release; a wait python.org's
+    rate limit asks for is told to the channel once."""
 
     name = "register"
 
-    def __init__(self, conn: Connections) -> None:
+    def __init__(self, conn: Connections, reporter: Reporter) -> None:
         self._conn = conn
+        self._reporter = reporter
 
     async def run(self, run: Run) -> str:
         registry = self._conn.registry
@@ -182,7 +184,12 @@ class Register:
             return "no release database configured"
         # By difference: the records of files published earlier must stay (late files).
         everything = replace(run.plan, files=run.state.public_files + run.plan.files)
-        synced = await asyncio.to_thread(registry.sync, everything)
+        loop, tag = asyncio.get_running_loop(), run.plan.tag
+
+        def tell(text: str) -> None:  # from the worker thread, while the sync waits
+            asyncio.run_coroutine_threadsafe(self._reporter.notice(tag, text), loop)
+
+        synced = await asyncio.to_thread(functools.partial(registry.sync, everything, notice=tell))
         return (
             f"{synced.created} created, {synced.replaced} replaced, "
             f"{synced.deleted} deleted, {synced.unchanged} unchanged"
