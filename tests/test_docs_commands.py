@@ -82,6 +82,7 @@ NOT_CHAT_COMMANDS = {
     "metrics": "the health server's path",
     "invite": "Slack's own command (inviting the bot to the channel)",
     "readyz": "adapters/slack/commands.py's example of a word that is not a command",
+    "readdy": "the README's example of a mistyped command",
 }
 NOT_CLI_COMMANDS = {"pid": "the storage lease's description (relbot pid 4242 on host …)"}
 # Wrong, in files another change owns: remove an entry once its file is fixed.
@@ -115,8 +116,9 @@ def docstrings(path: Path) -> Iterator[str]:
 
 
 def explained_texts() -> Iterator[tuple[str, str]]:
-    """(where, text) of every docs page and every docstring of bot/ and adapters/."""
-    for page in sorted((ROOT / "docs").glob("*.md")):
+    """(where, text) of the README, every docs page and every docstring of bot/ and
+    adapters/."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         yield str(page.relative_to(ROOT)), page.read_text(encoding="utf-8")
     for package in ("bot", "adapters"):
         for module in sorted((ROOT / package).rglob("*.py")):
