@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.ports.messages import ChannelKind
 from bot.signing.login import token_problem
 from tests.signing_fixtures import RM, instance_world, sigstore_instance
 from tests.sigstore_instance import SigstoreInstance
@@ -47,6 +48,8 @@ async def test_an_expired_identity_token_is_called_expired_and_nothing_is_public
     assert "malformed" not in refused.text
     assert "Log in again and confirm with the new code." in refused.text
     assert world.public_files() == set() and "confirmed" not in world.events(TAG)
+    told = [m.text for m in world.chat.posts if m.kind is ChannelKind.NOTICE]
+    assert not [text for text in told if "token" in text or "login" in text], told  # RM only
 
 
 def test_a_token_that_is_not_a_jwt_is_not_called_expired() -> None:
