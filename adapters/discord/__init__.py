@@ -18,5 +18,7 @@ gate's business, so no command carries ``default_permissions``.
 - :mod:`~adapters.discord.errors`: what goes wrong with Discord.
 
 Every module imports discord.py as ``import discord``, absolutely: this package is
-``adapters.discord`` and never stands for the library.
+``adapters.discord`` and never stands for the library. Of relbot, it may import
+``adapters.platform`` and everything below the adapters, never the Slack platform nor the
+composition.
 """

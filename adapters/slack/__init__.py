@@ -14,5 +14,7 @@ It translates and renders only: who may do what is decided by the gate.
 - :mod:`~adapters.slack.commands`: the commands' names and the app manifest (no SDK).
 
 This package imports nothing itself: ``relbot slack-manifest`` loads
-:mod:`adapters.slack.commands` only, without the Slack SDK.
+:mod:`adapters.slack.commands` only, without the Slack SDK. Of relbot, its modules may import
+``adapters.platform`` and everything below the adapters, never the Discord platform nor the
+composition.
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -36,6 +37,8 @@ from bot.service.reporter import Reporter
 from bot.service.signing_offer import ConfirmSigning
 from bot.signing.login import Logins
 from bot.team import Team
+
+log = logging.getLogger(__name__)
 
 
 class Services:
@@ -119,12 +122,33 @@ class Services:
         )
 
     async def refresh(self, tag: ReleaseTag) -> None:
-        """Re-render the summary from the last listing seen (no new listing)."""
+        """Re-render the summary from the last listing seen. A command in the first moments
+        after a start comes before the first scan of ``tag``: that look is taken now (within
+        the read deadline), since a summary from no listing calls every staged file missing.
+        When it cannot be taken (staging unreachable, a publish under way), the summary is
+        left as it was: the command's reply and notice say what changed, the next scan
+        re-renders it. A published release's summary is its headline (late files aside)."""
         state = self.store.release(tag)
-        listing = self.observer.last_listing(tag) or {}
-        await self.reporter.summary(await self.observer.readiness(tag, listing, None, state), state)
+        open_now = not state.is_published and state.publishing is None
+        if open_now and self._listed(tag) is None:
+            try:
+                await self.scan_release(tag)  # the first look at tag since the start
+            except StorageError as err:
+                log.warning("could not look at %s for its summary: %s", tag, err)
+            if self._listed(tag) is not None:
+                return  # that look rendered the summary, from the state as it is now
+        listing = self._listed(tag)
+        if listing is None and not state.is_published:
+            return  # nothing seen: never a summary that calls the staged files missing
+        readiness = await self.observer.readiness(tag, listing or {}, None, state)
+        await self.reporter.summary(readiness, state)
         if state.is_published:  # its last summary is shown: nothing left to observe
             self.forget(tag)
+
+    def _listed(self, tag: ReleaseTag) -> Listing | None:
+        """Staging's last listing of ``tag`` seen since the start (no I/O, keeps nothing)."""
+        seen = self.observer.seen(tag)
+        return seen.listing if seen is not None else None
 
     def forget(self, tag: ReleaseTag) -> None:
         """Drop everything kept for ``tag`` (a published release)."""

@@ -9,9 +9,14 @@ new plan. Blocking (HTTP): callers run it in a worker thread.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import datetime
+import json
 import logging
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +41,35 @@ log = logging.getLogger(__name__)
 
 TIMEOUT = 15.0  # seconds for the issuer to answer
 MAX_ANSWER = 1 << 16  # a discovery document or a token answer is a few kB
+
+
+def token_problem(raw: str, reason: str, *, now: float | None = None) -> str:
+    """Why sigstore refused the identity token ``raw``, as the end of a sentence: "has
+    expired (at …)" for an expired one, which sigstore reports as "malformed or missing
+    claims" like any token it cannot decode; else "is not usable (REASON)"."""
+    expiry = _expiry(raw)
+    leeway = 5  # seconds, as sigstore allows for clock skew
+    if expiry is not None and expiry + leeway <= (time.time() if now is None else now):
+        try:
+            at = datetime.datetime.fromtimestamp(expiry, datetime.UTC)
+        except (OverflowError, OSError, ValueError):  # an expiry before any calendar
+            return "has expired"
+        return f"has expired (at {at:%Y-%m-%d %H:%M:%S} UTC)"
+    return f"is not usable ({reason})"
+
+
+def _expiry(raw: str) -> float | None:
+    """The ``exp`` claim of a JWT, read without checking anything (None when unreadable):
+    only to tell an expired token from a malformed one."""
+    parts = raw.split(".")
+    if len(parts) != 3 or len(parts[1]) > MAX_ANSWER:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
 
 
 class LoginError(RelbotError):
@@ -121,8 +155,8 @@ class OobLogin:
             return IdentityToken(raw)
         except IdentityError as err:
             raise LoginError(
-                f"The identity token of that login is not usable ({err}); nothing was "
-                "published. Log in again and confirm with the new code."
+                f"The identity token of that login {token_problem(raw, str(err))}; nothing "
+                "was published. Log in again and confirm with the new code."
             ) from None
 
     def _get_json(self, url: str) -> dict[str, object]:
