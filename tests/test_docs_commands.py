@@ -85,8 +85,6 @@ NOT_CHAT_COMMANDS = {
     "readdy": "the README's example of a mistyped command",
 }
 NOT_CLI_COMMANDS = {"pid": "the storage lease's description (relbot pid 4242 on host …)"}
-# Wrong, in files another change owns: remove an entry once its file is fixed.
-KNOWN_WRONG = {("bot/journal/__init__.py", "relbot log")}
 
 
 def cli_commands() -> set[str]:
@@ -150,7 +148,7 @@ def unknown_mentions(texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
 
 
 def test_every_command_the_docs_and_docstrings_name_exists() -> None:
-    wrong = unknown_mentions(explained_texts()) - KNOWN_WRONG
+    wrong = unknown_mentions(explained_texts())
     assert not wrong, f"commands that do not exist: {sorted(wrong)}"
 
 
