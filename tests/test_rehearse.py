@@ -9,11 +9,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+import bot
 from bot.demo import stage_demo
 from bot.domain.profile import load_profile
 from tests.console_driver import RELBOT
@@ -102,6 +107,9 @@ def test_a_rehearsed_release_day_ends_signed_public_registered_and_announced(
             assert json.load(answer)["published"] is True
         rehearsal.stdin.close()
         rehearsal.wait(timeout=60)
+        # At once: a process left behind would still hold the ports (and the pipes).
+        for url in [board, *services.values()]:
+            assert not listening(url), f"{url} still listens after end of input"
     finally:
         if rehearsal.poll() is None:
             rehearsal.kill()
@@ -134,5 +142,79 @@ def test_a_rehearsed_release_day_ends_signed_public_registered_and_announced(
     assert re.search(r"Discussion: http://127\.0\.0\.1:\d+/t/", stdout)
     assert "published" in report.split(f"Audit of {TAG}:", 1)[1]
     assert login not in stdout + stderr  # the login code never reaches the transcript
-    for url in [board, *services.values()]:
+
+
+def a_free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_board_port_is_the_one_asked_and_empty_input_stops_everything(
+    tmp_path: Path,
+) -> None:
+    port = a_free_port()
+    done = subprocess.run(
+        [str(RELBOT), "rehearse", "--board", str(port)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"\nThe release board is at http://127.0.0.1:{port}/\n" in done.stderr
+    urls = [m["url"] for line in done.stderr.splitlines() if (m := SERVICE.match(line))]
+    assert len(urls) == 5, done.stderr
+    for url in [f"http://127.0.0.1:{port}/", *urls]:
         assert not listening(url), f"{url} still listens after end of input"
+    assert "Public (" in done.stdout and ": 0 files." in done.stdout
+
+
+@pytest.mark.parametrize("platform", ["slack", "discord"])
+def test_a_chat_platform_rehearsal_is_refused_in_one_sentence_before_anything_starts(
+    tmp_path: Path, platform: str
+) -> None:
+    done = subprocess.run(
+        [str(RELBOT), "rehearse", "--platform", platform],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"relbot: relbot rehearse --platform {platform} is not available yet: only the console "
+        "is rehearsed (relbot rehearse, or --platform console).\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # no folder, no service
+
+
+def test_an_installed_relbot_without_the_clone_refuses_in_one_sentence(tmp_path: Path) -> None:
+    """As from a wheel: ``bot`` alone, no ``rehearsal/`` nor ``tests/`` beside it."""
+    installed = tmp_path / "site-packages"
+    shutil.copytree(Path(bot.__file__).parent, installed / "bot")
+    here = tmp_path / "here"
+    here.mkdir()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bot.cli import main; sys.exit(main())",
+            "rehearse",
+        ],
+        cwd=here,
+        env={**os.environ, "PYTHONPATH": str(installed), "PYTHONSAFEPATH": "1"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr == (
+        "relbot: relbot rehearse runs from a clone of relbot (it starts the test doubles of its "
+        "tests/ folder, which an installed relbot lacks): git clone it, make install, and run "
+        ".venv/bin/relbot rehearse there.\n"
+    )
+    assert list(here.iterdir()) == []
