@@ -321,15 +321,15 @@ def _rehearse(args: argparse.Namespace) -> int:
             "console is rehearsed (relbot rehearse, or --platform console)."
         )
     clone = Path(__file__).resolve().parent.parent
-    if not (clone / "rehearsal" / "world.py").is_file() or not (clone / "tests").is_dir():
+    if not (clone / "tests" / "rehearsal.py").is_file():
         raise RelbotError(
             "relbot rehearse runs from a clone of relbot (it starts the test doubles of its "
             "tests/ folder, which an installed relbot lacks): git clone it, make install, and "
             "run .venv/bin/relbot rehearse there."
         )
-    sys.path.insert(0, str(clone))  # the clone's rehearsal/ and tests/ packages
+    sys.path.insert(0, str(clone))  # its tests/ package: the world and the doubles
     try:
-        from rehearsal.world import outcome, started
+        from tests.rehearsal import outcome, started
     except ImportError as err:  # the test extras (pyjwt, rfc8785) are not installed
         raise RelbotError(
             f"relbot rehearse needs the test dependencies ({err.name} is missing): run make "

@@ -1,8 +1,15 @@
-"""The outside world of a rehearsal, started on 127.0.0.1 in a fresh folder: the private
-Sigstore instance and its login page, python.org (the API double), a Discourse double, the
-public folder served as the download site; the demo release staged unsigned, and a
+"""The outside world of ``relbot rehearse``, started on 127.0.0.1 in a fresh folder: the
+private Sigstore instance and its login page, python.org (the API double), a Discourse double,
+the public folder served as the download site; the demo release staged unsigned, and a
 ``relbot.toml`` that requires signatures and names every service. Everything stops when the
-``with`` block ends."""
+``with`` block ends.
+
+It lives in the clone's ``tests/`` package, beside the doubles it drives as they are, not in
+the installed package: an installed relbot has neither them nor their test-only dependencies
+(pyjwt, rfc8785). ``bot.cli`` imports it from the clone ``bot`` was imported from, and says in
+one sentence when there is none. Every service is a thread of the rehearsal's own process, so
+nothing it starts can outlive it.
+"""
 
 from __future__ import annotations
 
