@@ -154,7 +154,10 @@ def _parser() -> argparse.ArgumentParser:
         "3.14.1 with signatures required, and run the bot on the console until end of input.",
     )
     rehearse.add_argument(
-        "--platform", default="console", choices=["console", "slack", "discord"], help="console"
+        "--platform",
+        default="console",
+        choices=["console", "slack", "discord"],
+        help="console (slack and discord are not rehearsed yet)",
     )
     rehearse.add_argument(
         "--board", type=_port, default=0, metavar="PORT", help="the release board's port (0: free)"
