@@ -1,4 +1,5 @@
-"""The ``relbot`` command line: run, demo, manifest, status, audit, sign, check, health, wait.
+"""The ``relbot`` command line: run, demo, rehearse, manifest, status, audit, sign, check,
+health, wait.
 
 Over 400 lines because it is the whole command line in one place: each subcommand's
 arguments beside the few lines that run it (the work itself is in the packages)."""
@@ -56,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(args.log_level, args.log_format)
     try:
+        if args.func is _rehearse:  # a config of its own, written in its own folder
+            rehearsed: int = _rehearse(args)
+            return rehearsed
         try:
             config = load_config(args.config or _config_from_env())
         except ConfigError as err:
@@ -141,6 +145,24 @@ def _parser() -> argparse.ArgumentParser:
         help="delete the demo's folders and state, so that the next relbot run stages 3.14.1 again",
     )
     demo.set_defaults(func=_demo)
+
+    rehearse = sub.add_parser(
+        "rehearse",
+        help="release day on this machine: signatures, python.org, Discourse (from a clone)",
+        description="Start the outside world on 127.0.0.1 (a private Sigstore instance, "
+        "python.org, Discourse, the download site) in a fresh folder under this one, stage "
+        "3.14.1 with signatures required, and run the bot on the console until end of input.",
+    )
+    rehearse.add_argument(
+        "--platform",
+        default="console",
+        choices=["console", "slack", "discord"],
+        help="console (slack and discord are not rehearsed yet)",
+    )
+    rehearse.add_argument(
+        "--board", type=_port, default=0, metavar="PORT", help="the release board's port (0: free)"
+    )
+    rehearse.set_defaults(func=_rehearse, log_level="warning", log_format="text")
 
     manifest = sub.add_parser("manifest", parents=[common], help="the expected files of TAG")
     manifest.add_argument("tag")
@@ -290,6 +312,52 @@ def _storage_lease(config: Config, holder: Holder) -> StorageLease:
     except StagingUnreachable as err:
         log.warning("storage lock not taken yet, the storage is unreachable: %s", err)
         return LateLease(functools.partial(lock_unless_overlapping, storage, holder))
+
+
+def _rehearse(args: argparse.Namespace) -> int:
+    """``relbot rehearse``: start the world, run the console bot in it until end of input,
+    stop the world, then say what it saw and the audit. Raises :class:`RelbotError` when
+    this relbot is not a clone's (the world is the clone's test doubles)."""
+    if args.platform != "console":
+        raise RelbotError(
+            f"relbot rehearse --platform {args.platform} is not available yet: only the "
+            "console is rehearsed (relbot rehearse, or --platform console)."
+        )
+    clone = Path(__file__).resolve().parent.parent
+    if not (clone / "tests" / "rehearsal.py").is_file():
+        raise RelbotError(
+            "relbot rehearse runs from a clone of relbot (it starts the test doubles of its "
+            "tests/ folder, which an installed relbot lacks): git clone it, make install, and "
+            "run .venv/bin/relbot rehearse there."
+        )
+    sys.path.insert(0, str(clone))  # its tests/ package: the world and the doubles
+    try:
+        from tests.rehearsal import outcome, started
+    except ImportError as err:  # the test extras (pyjwt, rfc8785) are not installed
+        raise RelbotError(
+            f"relbot rehearse needs the test dependencies ({err.name} is missing): run make "
+            "install in the clone."
+        ) from err
+
+    with started(Path.cwd()) as world:
+        print(
+            f"relbot rehearse: the rehearsal's folder is {world.folder}; the outside world "
+            "runs on 127.0.0.1:\n" + "\n".join(f"  {line}" for line in world.services()),
+            file=sys.stderr,
+            flush=True,
+        )
+        config = load_config(world.config)
+        run = argparse.Namespace(platform=["console"], speaker=None, board=args.board)
+        status = _run(config, run)
+        lines = outcome(world)
+    print("\nThe rehearsal is over; the outside world saw:\n" + "\n".join(lines))
+    print(f"Audit of {DEMO_TAG}:")
+    _audit(config, argparse.Namespace(tag=str(DEMO_TAG)))
+    print(
+        f"Read it again with: relbot audit {DEMO_TAG} --config {world.config} "
+        "(the services are stopped)."
+    )
+    return status
 
 
 def _manifest(config: Config, args: argparse.Namespace) -> int:
