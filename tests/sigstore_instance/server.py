@@ -25,11 +25,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 
 from tests.sigstore_instance.ca import CertificateAuthority, key_id, spki_der
 from tests.sigstore_instance.log import TransparencyLog, proposed_entry
+from tests.sigstore_instance.tiles import TiledLog
+from tests.sigstore_instance.tsa import TimestampAuthority
 
 AUDIENCE = "sigstore"
 TOKEN_LIFETIME = 600
 LOGIN_CODE_LIFETIME = 300.0  # seconds a login code can be traded (Dex: 5 minutes)
 OOB_REDIRECT = "urn:ietf:wg:oauth:2.0:oob"
+BATCH_DELAY = 0.2  # seconds a Rekor v2 batch stays open (rekor-tiles: about a second)
+OPERATOR = "relbot-tests"
 
 
 @dataclass
@@ -60,12 +64,24 @@ def _rfc3339(when: datetime.datetime) -> str:
 
 
 class SigstoreInstance:
-    """CA + CT log key + token issuer on one loopback port, the transparency log on another
-    (so a test can stop the log alone, mid-signing)."""
+    """CA + CT log key + token issuer + timestamp authority on one loopback port, the
+    transparency logs (Rekor v1 and v2) on another (so a test can stop the logs alone,
+    mid-signing).
 
-    def __init__(self) -> None:
+    ``rekor_version`` chooses what the signing config lists, as Sigstore lists it: 1 the v1
+    log alone (no timestamp authority: the log's integrated time dates a signature); 2 the v2
+    log beside the v1 one, from the same operator (so clients take v2), and the timestamp
+    authority. The trusted root always lists both logs and the authority. ``batch_delay`` is
+    how long the v2 log gathers a batch before answering its entries."""
+
+    def __init__(self, rekor_version: int = 1, batch_delay: float = BATCH_DELAY) -> None:
+        if rekor_version not in (1, 2):
+            raise ValueError(f"Rekor v{rekor_version}? 1 or 2")
+        self.rekor_version = rekor_version
         self.ca = CertificateAuthority()
         self.log = TransparencyLog()
+        self.tiles = TiledLog(batch_delay=batch_delay)
+        self.tsa = TimestampAuthority()
         self.token_key = ec.generate_private_key(ec.SECP256R1())
         self.certificates_issued = 0
         self.refusals: list[str] = []
@@ -91,6 +107,10 @@ class SigstoreInstance:
     @property
     def log_url(self) -> str:
         return f"http://127.0.0.1:{self._log_port}"
+
+    @property
+    def tsa_url(self) -> str:
+        return self.url + "/api/v1/timestamp"
 
     @property
     def issuer_url(self) -> str:
@@ -127,6 +147,7 @@ class SigstoreInstance:
         """Really stop the log: its socket closes, so clients get "connection refused"."""
         server, thread = self._log_server, self._log_thread
         self._log_server, self._log_thread = None, None
+        self.tiles.cancel()  # v2 submitters waiting for a batch get no answer
         if server is None or thread is None:
             return
         server.shutdown()
@@ -241,9 +262,35 @@ class SigstoreInstance:
             }
 
         root_der = self.ca.root.public_bytes(serialization.Encoding.DER)
+        tiles_key = self.tiles.key.public_key()
+        tiles = {
+            "baseUrl": self.log_url,
+            "hashAlgorithm": "SHA2_256",
+            "publicKey": {
+                "rawBytes": _b64(
+                    tiles_key.public_bytes(
+                        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+                    )
+                ),
+                "keyDetails": "PKIX_ED25519",
+                "validFor": {"start": start},
+            },
+            "logId": {"keyId": _b64(self.tiles.log_id)},
+        }
+        tsa = {
+            "subject": {"organization": "relbot tests", "commonName": "relbot test tsa"},
+            "uri": self.tsa_url,
+            "certChain": {
+                "certificates": [
+                    {"rawBytes": _b64(c.public_bytes(serialization.Encoding.DER))}
+                    for c in self.tsa.chain
+                ]
+            },
+            "validFor": {"start": _rfc3339(self.tsa.not_before)},
+        }
         return {
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [log_key(self.log.key, self.log_url)],
+            "tlogs": [log_key(self.log.key, self.log_url), tiles],
             "certificateAuthorities": [
                 {
                     "subject": {
@@ -256,24 +303,28 @@ class SigstoreInstance:
                 }
             ],
             "ctlogs": [log_key(self.ca.ct_key, self.url + "/ct")],
-            "timestampAuthorities": [],
+            "timestampAuthorities": [tsa],
         }
 
     def signing_config(self) -> dict[str, Any]:
-        def service(url: str) -> dict[str, Any]:
+        def service(url: str, version: int = 1) -> dict[str, Any]:
             return {
                 "url": url,
-                "majorApiVersion": 1,
+                "majorApiVersion": version,
                 "validFor": {"start": _rfc3339(self.ca.not_before)},
-                "operator": "relbot-tests",
+                "operator": OPERATOR,
             }
 
+        v2 = self.rekor_version == 2
         return {
             "mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
             "caUrls": [service(self.url)],
             "oidcUrls": [service(self.issuer_url)],
-            "rekorTlogUrls": [service(self.log_url)],
-            "tsaUrls": [],
+            "rekorTlogUrls": [
+                *([service(self.log_url, 2)] if v2 else []),
+                service(self.log_url),
+            ],
+            "tsaUrls": [service(self.tsa_url)] if v2 else [],
             "rekorTlogConfig": {"selector": "ANY"},
             "tsaConfig": {"selector": "ANY"},
         }
@@ -411,6 +462,9 @@ def _handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
                     self._send(200, answer)
                 elif path == "/oauth/token":
                     self._send(200, instance._exchange(self.headers.get("Authorization", ""), body))
+                elif path == "/api/v1/timestamp":
+                    reply = instance.tsa.respond(body)
+                    self._send(200, reply, "application/timestamp-reply")
                 else:
                     self._send(404, {"message": f"no {path}"})
             except OAuthRefused as err:
@@ -427,13 +481,19 @@ def _log_handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._body()
             path = urlsplit(self.path).path
-            if path != "/api/v1/log/entries":
+            if path not in ("/api/v1/log/entries", "/api/v2/log/entries"):
                 self._send(404, {"message": f"no {path}"})
                 return
             try:
-                entry = instance._log_entry(body)
+                if path == "/api/v1/log/entries":
+                    entry = instance._log_entry(body)
+                else:
+                    entry = instance.tiles.submit(json.loads(body))
             except (ValueError, KeyError, TypeError, binascii.Error) as err:
                 self._refuse(400, err)
+                return
+            except TimeoutError as err:  # the log stopped while the entry waited
+                self._refuse(503, err)
                 return
             self._send(201, entry)
             instance._entry_logged()
