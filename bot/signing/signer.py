@@ -52,7 +52,12 @@ TOKEN_ENV = "SIGSTORE_IDENTITY_TOKEN"
 MAX_BUNDLE = 1 << 20
 # What sigstore-python raises, by public name, when a service refuses or cannot be reached.
 _SIGNING_ERRORS = (SigstoreError, requests.RequestException, ExpiredIdentity)
-_PARALLEL = 8  # transparency-log round trips in flight, as `sigstore sign` does
+# Signatures in flight at once (one Signer, one certificate: sigstore's clients keep a session
+# per thread, and `sigstore sign` shares its Signer across a pool the same way). Each mostly
+# waits, for a timestamp then for the log, and a Rekor v2 log answers an entry only once its
+# batch is in (seconds): n files take ceil(n / threads) batches. 64 covers the signed files
+# of a CPython release in one batch, well inside the certificate's 10 minutes.
+_PARALLEL = 64
 _REASON_LIMIT = 200  # characters of an error kept in a signing failure's reason
 
 

@@ -63,6 +63,13 @@ def _rfc3339(when: datetime.datetime) -> str:
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class _Server(ThreadingHTTPServer):
+    # A signer sends dozens of requests at once; the default backlog of 5 would drop
+    # connections that Sigstore's services (behind load balancers) accept.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class SigstoreInstance:
     """CA + CT log key + token issuer + timestamp authority on one loopback port, the
     transparency logs (Rekor v1 and v2) on another (so a test can stop the logs alone,
@@ -91,10 +98,10 @@ class SigstoreInstance:
         self.login_as: tuple[str, str] = ("hugo@python.org", "https://github.com/login/oauth")
         self.login_code_lifetime = LOGIN_CODE_LIFETIME
         self.logins_traded = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._log_server: ThreadingHTTPServer | None = None
+        self._log_server: _Server | None = None
         self._log_thread: threading.Thread | None = None
         self._log_port = 0
         self._log_entries_left: int | None = None  # stop the log after this many entries
@@ -136,7 +143,7 @@ class SigstoreInstance:
         """Serve the log (again, on the same port once it had one)."""
         if self._log_server is not None:
             return
-        server = ThreadingHTTPServer(("127.0.0.1", self._log_port), _log_handler(self))
+        server = _Server(("127.0.0.1", self._log_port), _log_handler(self))
         server.daemon_threads = True
         self._log_port = int(server.server_address[1])
         self._log_server = server
