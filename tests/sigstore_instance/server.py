@@ -89,6 +89,7 @@ class SigstoreInstance:
         self.log = TransparencyLog()
         self.tiles = TiledLog(batch_delay=batch_delay)
         self.tsa = TimestampAuthority()
+        self.tsa_down = False  # the timestamp authority answers 503 (overloaded, down)
         self.token_key = ec.generate_private_key(ec.SECP256R1())
         self.certificates_issued = 0
         self.refusals: list[str] = []
@@ -105,6 +106,7 @@ class SigstoreInstance:
         self._log_thread: threading.Thread | None = None
         self._log_port = 0
         self._log_entries_left: int | None = None  # stop the log after this many entries
+        self._count_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -143,6 +145,7 @@ class SigstoreInstance:
         """Serve the log (again, on the same port once it had one)."""
         if self._log_server is not None:
             return
+        self.tiles.start()
         server = _Server(("127.0.0.1", self._log_port), _log_handler(self))
         server.daemon_threads = True
         self._log_port = int(server.server_address[1])
@@ -154,7 +157,7 @@ class SigstoreInstance:
         """Really stop the log: its socket closes, so clients get "connection refused"."""
         server, thread = self._log_server, self._log_thread
         self._log_server, self._log_thread = None, None
-        self.tiles.cancel()  # v2 submitters waiting for a batch get no answer
+        self.tiles.stop()  # v2 submitters waiting for a batch get no entry
         if server is None or thread is None:
             return
         server.shutdown()
@@ -163,16 +166,20 @@ class SigstoreInstance:
 
     def stop_log_after(self, entries: int) -> None:
         """Let the log take ``entries`` more entries, then stop it (from another thread, as
-        an operator would pull the plug mid-signing)."""
+        an operator would pull the plug mid-signing). A v2 log stops with the batch holding
+        the last of them still open, so none of that batch is answered."""
         self._log_entries_left = entries
 
     def _entry_logged(self) -> None:
-        if self._log_entries_left is None:
-            return
-        self._log_entries_left -= 1
-        if self._log_entries_left <= 0:
+        with self._count_lock:  # handler threads count at once
+            if self._log_entries_left is None:
+                return
+            self._log_entries_left -= 1
+            if self._log_entries_left > 0:
+                return
             self._log_entries_left = None
-            threading.Thread(target=self.stop_log, daemon=True).start()
+        self.tiles.stop()  # now, before the open batch closes; the socket follows
+        threading.Thread(target=self.stop_log, daemon=True).start()
 
     @property
     def log_is_up(self) -> bool:
@@ -469,6 +476,8 @@ def _handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
                     self._send(200, answer)
                 elif path == "/oauth/token":
                     self._send(200, instance._exchange(self.headers.get("Authorization", ""), body))
+                elif path == "/api/v1/timestamp" and instance.tsa_down:
+                    self._send(503, {"code": 503, "message": "timestamp authority unavailable"})
                 elif path == "/api/v1/timestamp":
                     reply = instance.tsa.respond(body)
                     self._send(200, reply, "application/timestamp-reply")
@@ -494,16 +503,16 @@ def _log_handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
             try:
                 if path == "/api/v1/log/entries":
                     entry = instance._log_entry(body)
-                else:
-                    entry = instance.tiles.submit(json.loads(body))
+                    self._send(201, entry)
+                    instance._entry_logged()
+                    return
+                pending = instance.tiles.queue(json.loads(body))
+                instance._entry_logged()  # taken, as a v2 log takes it: into the open batch
+                self._send(201, instance.tiles.wait(pending))
             except (ValueError, KeyError, TypeError, binascii.Error) as err:
                 self._refuse(400, err)
-                return
-            except TimeoutError as err:  # the log stopped while the entry waited
+            except TimeoutError as err:  # the log stopped before the entry was in
                 self._refuse(503, err)
-                return
-            self._send(201, entry)
-            instance._entry_logged()
 
     Handler.instance = instance
     return Handler

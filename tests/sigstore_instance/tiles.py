@@ -52,6 +52,7 @@ class TiledLog:
         self._leaves: list[bytes] = []
         self._pending: list[_Pending] = []
         self._timer: threading.Timer | None = None
+        self._stopped = False
         self._lock = threading.Lock()
 
     @property
@@ -59,19 +60,29 @@ class TiledLog:
         with self._lock:
             return len(self._leaves)
 
-    def submit(self, request: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-        """Check a CreateEntryRequest, wait for its batch, and return the integrated entry
-        (ValueError for a request the log refuses, TimeoutError if no batch came)."""
+    def queue(self, request: dict[str, Any]) -> _Pending:
+        """Check a CreateEntryRequest and add its entry to the open batch (ValueError for a
+        request the log refuses, TimeoutError when the log is stopped)."""
         pending = _Pending(rfc8785.dumps(entry_body(request)))
         with self._lock:
+            if self._stopped:
+                raise TimeoutError("the log is stopped")
             self._pending.append(pending)
             if self._timer is None:  # the first entry of a batch opens its window
                 self._timer = threading.Timer(self.batch_delay, self._integrate)
                 self._timer.daemon = True
                 self._timer.start()
+        return pending
+
+    @staticmethod
+    def wait(pending: _Pending, timeout: float = 30.0) -> dict[str, Any]:
+        """The integrated entry once its batch is in (TimeoutError if the log stopped)."""
         if not pending.done.wait(timeout) or pending.answer is None:
-            raise TimeoutError("the batch was never integrated")
+            raise TimeoutError("the log stopped before the entry's batch was integrated")
         return pending.answer
+
+    def submit(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self.wait(self.queue(request))
 
     def _integrate(self) -> None:
         with self._lock:
@@ -103,15 +114,21 @@ class TiledLog:
         signature = _b64(self.log_id[:4] + self.key.sign(note.encode()))
         return f"{note}\n\u2014 {self.origin} {signature}\n"
 
-    def cancel(self) -> None:
-        """Drop a batch still waiting (the log is stopping): its submitters get no answer."""
+    def stop(self) -> None:
+        """The log stops: the batch still open is dropped (its submitters get no entry) and
+        nothing is taken until :meth:`start`."""
         with self._lock:
+            self._stopped = True
             timer, self._timer = self._timer, None
             batch, self._pending = self._pending, []
         if timer is not None:
             timer.cancel()
         for pending in batch:
             pending.done.set()
+
+    def start(self) -> None:
+        with self._lock:
+            self._stopped = False
 
 
 def entry_body(request: dict[str, Any]) -> dict[str, Any]:
