@@ -132,8 +132,8 @@ def test_a_root_that_does_not_list_the_authority_refuses_its_timestamps(
 
     assert verdict.status.value == "invalid"
     assert verdict.reason == (
-        "wrong trust root: the bundle's timestamp is from a timestamp authority "
-        "no-tsa.json does not list"
+        "wrong trust root: no timestamp authority no-tsa.json lists vouches for "
+        "the bundle's timestamp"
     )
 
 

@@ -259,8 +259,8 @@ class SigstoreVerifier:
             return f"wrong trust root: its transparency log is not in {root.label}"
         if _NO_AUTHORITIES in str(err) or _TOO_FEW_TIMES in str(err):
             return (
-                f"wrong trust root: the bundle's timestamp is from a timestamp authority "
-                f"{root.label} does not list"
+                f"wrong trust root: no timestamp authority {root.label} lists vouches for "
+                "the bundle's timestamp"
             )
         if isinstance(err, CertValidationError):
             return (
