@@ -26,6 +26,24 @@ def sigstore_instance() -> Iterator[SigstoreInstance]:
         yield instance
 
 
+@pytest.fixture
+def signing_instance(
+    sigstore_instance: SigstoreInstance, request: pytest.FixtureRequest
+) -> Iterator[SigstoreInstance]:
+    """The session's instance signing to the Rekor version a test is parametrised with
+    (:data:`both_rekors`), v1 otherwise; put back to v1 after the test."""
+    sigstore_instance.rekor_version = getattr(request, "param", 1)
+    yield sigstore_instance
+    sigstore_instance.rekor_version = 1
+
+
+#: Run a test that uses ``signing_instance`` twice: signing to Rekor v1 (the log dates the
+#: signature), then to Rekor v2 with the timestamp authority (as the public-good instance).
+both_rekors = pytest.mark.parametrize(
+    "signing_instance", [1, 2], indirect=True, ids=["rekor-v1", "rekor-v2"]
+)
+
+
 def instance_world(
     tmp_path: Path,
     instance: SigstoreInstance,

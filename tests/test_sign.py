@@ -15,10 +15,17 @@ import pytest
 from cryptography import x509
 
 from bot.cli import main
-from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
+from tests.signing_fixtures import (
+    RM,
+    both_rekors,
+    instance_world,
+    signed_paths,
+    signing_instance,
+    sigstore_instance,
+)
 from tests.sigstore_instance import SigstoreInstance
 
-__all__ = ["sigstore_instance"]  # the fixture, imported for pytest
+__all__ = ["signing_instance", "sigstore_instance"]  # the fixtures, imported for pytest
 
 TAG = "3.14.1"
 RELBOT = Path(sys.executable).with_name("relbot")
@@ -30,24 +37,25 @@ def sign(world_root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> t
     return code, captured.out + captured.err
 
 
+@both_rekors
 async def test_sign_writes_three_sidecars_per_file_and_the_gate_counts_them(
     tmp_path: Path,
-    sigstore_instance: SigstoreInstance,
+    signing_instance: SigstoreInstance,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    world = instance_world(tmp_path, sigstore_instance)
+    world = instance_world(tmp_path, signing_instance)
     paths = signed_paths(world, world.stage(TAG))
     status = await world.say("eve", f"/status {TAG}")
     assert f"signatures: 0 of {len(paths)} files signed and valid (required)" in status.text
-    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
-    issued = sigstore_instance.certificates_issued
+    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", signing_instance.token(*RM))
+    issued = signing_instance.certificates_issued
 
     code, out = sign(tmp_path, capsys)
 
     assert code == 0, out
     assert f"Signed {len(paths)} files of {TAG} as hugo@python.org:" in out
-    assert sigstore_instance.certificates_issued == issued + 1  # one certificate for all
+    assert signing_instance.certificates_issued == issued + 1  # one certificate for all
     staged = world.staged_files(TAG)
     for path in paths:
         assert {path + ".sigstore", path + ".sig", path + ".crt"} <= staged, path
@@ -60,20 +68,31 @@ async def test_sign_writes_three_sidecars_per_file_and_the_gate_counts_them(
     crt = x509.load_pem_x509_certificate((folder / "Python-3.14.1.tgz.crt").read_bytes())
     raw = base64.b64decode(bundle["verificationMaterial"]["certificate"]["rawBytes"])
     assert crt == x509.load_der_x509_certificate(raw)
+    # What dates the signature: Rekor v1's integrated time, or (v2, whose entries carry
+    # none) the timestamp authority's RFC 3161 timestamp, taken before the entry.
+    entry = bundle["verificationMaterial"]["tlogEntries"][0]
+    timestamps = bundle["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"]
+    if signing_instance.rekor_version == 2:
+        assert entry["kindVersion"] == {"kind": "hashedrekord", "version": "0.0.2"}
+        assert "integratedTime" not in entry and "inclusionPromise" not in entry
+        assert len(timestamps) == 1
+    else:
+        assert int(entry["integratedTime"]) > 0 and timestamps == []
     # The gate verifies them with the same trust config, on its next look.
     status = await world.say("eve", f"/status {TAG}")
     assert f"signatures: {len(paths)} of {len(paths)} files signed and valid" in status.text
 
 
+@both_rekors
 async def test_a_second_run_signs_only_what_lacks_a_valid_signature(
     tmp_path: Path,
-    sigstore_instance: SigstoreInstance,
+    signing_instance: SigstoreInstance,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    world = instance_world(tmp_path, sigstore_instance)
+    world = instance_world(tmp_path, signing_instance)
     paths = signed_paths(world, world.stage(TAG))
-    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
+    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", signing_instance.token(*RM))
     assert sign(tmp_path, capsys)[0] == 0
     before = (world.staging / TAG / "Python-3.14.1.tar.xz.sigstore").read_bytes()
     world.write(TAG, "Python-3.14.1.tgz", b"rebuilt after signing\n")  # now a digest mismatch

@@ -23,10 +23,17 @@ from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind, ConfirmPrompt
 from bot.signing.signer import sidecar_contents
 from tests.conftest import World
-from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
+from tests.signing_fixtures import (
+    RM,
+    both_rekors,
+    instance_world,
+    signed_paths,
+    signing_instance,
+    sigstore_instance,
+)
 from tests.sigstore_instance import SigstoreInstance
 
-__all__ = ["sigstore_instance"]
+__all__ = ["signing_instance", "sigstore_instance"]
 
 TAG = "3.14.1"
 MALLORY = ("mallory@example.org", "https://github.com/login/oauth")
@@ -53,13 +60,14 @@ def public_of(path: str) -> str:
 
 
 @pytest.fixture
-def as_rm(sigstore_instance: SigstoreInstance) -> Iterator[SigstoreInstance]:
+def as_rm(signing_instance: SigstoreInstance) -> Iterator[SigstoreInstance]:
     """The instance's login page logs in the 3.14 signer (and is put back after a test)."""
-    sigstore_instance.login_as = RM
-    yield sigstore_instance
-    sigstore_instance.login_as = RM
+    signing_instance.login_as = RM
+    yield signing_instance
+    signing_instance.login_as = RM
 
 
+@both_rekors
 async def test_one_confirm_line_signs_the_frozen_files_and_publishes_them(
     tmp_path: Path, as_rm: SigstoreInstance
 ) -> None:
@@ -67,6 +75,7 @@ async def test_one_confirm_line_signs_the_frozen_files_and_publishes_them(
     prompt = await planned(world)
     paths = signed_paths(world, sorted(world.staged_files(TAG)))
     issued = as_rm.certificates_issued
+    logged = (as_rm.log.size, as_rm.tiles.size)
 
     done = await world.say("hugo", prompt.with_login(log_in(prompt.login_url or "")))
 
@@ -74,6 +83,9 @@ async def test_one_confirm_line_signs_the_frozen_files_and_publishes_them(
     staged = len(world.profile.expected(ReleaseTag.parse(TAG)))
     assert done.text == f"Published {TAG}: {staged + 3 * len(paths)} files are public."
     assert as_rm.certificates_issued == issued + 1  # one login, one certificate for all
+    # Every signature went to the log the signing config lists: v2 when it lists v2.
+    added = (as_rm.log.size - logged[0], as_rm.tiles.size - logged[1])
+    assert added == ((0, len(paths)) if as_rm.rekor_version == 2 else (len(paths), 0))
     public = world.public_files()
     for path in paths:
         for suffix in ("", ".sig", ".crt", ".sigstore"):
@@ -267,10 +279,11 @@ async def test_a_restart_forgets_the_login_and_asks_for_a_new_plan(
     assert world.public_files() == set()
 
 
+@pytest.mark.parametrize("rekor_version", [1, 2], ids=["rekor-v1", "rekor-v2"])
 async def test_the_log_going_down_mid_signing_calls_the_publish_off_and_nothing_is_public(
-    tmp_path: Path,
+    tmp_path: Path, rekor_version: int
 ) -> None:
-    with SigstoreInstance() as instance:
+    with SigstoreInstance(rekor_version) as instance:
         world = instance_world(tmp_path, instance)
         prompt = await planned(world)
         staged = {p: (world.staging / TAG / p).read_bytes() for p in world.staged_files(TAG)}

@@ -16,10 +16,17 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
 from bot.signing.verifier import SigstoreVerifier
-from tests.signing_fixtures import RM, instance_world, signed_paths, sigstore_instance
+from tests.signing_fixtures import (
+    RM,
+    both_rekors,
+    instance_world,
+    signed_paths,
+    signing_instance,
+    sigstore_instance,
+)
 from tests.sigstore_instance import SigstoreInstance
 
-__all__ = ["sigstore_instance"]
+__all__ = ["signing_instance", "sigstore_instance"]
 
 TAG = "3.14.1"
 
@@ -31,13 +38,14 @@ def run_sign(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
     return out
 
 
+@both_rekors
 async def test_signing_after_ready_withdraws_no_claim_and_publish_goes_through(
     tmp_path: Path,
-    sigstore_instance: SigstoreInstance,
+    signing_instance: SigstoreInstance,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    world = instance_world(tmp_path, sigstore_instance)
+    world = instance_world(tmp_path, signing_instance)
     paths = signed_paths(world, world.stage(TAG))
     await world.ready_all(TAG)
     offered = await world.say("hugo", f"/publish {TAG}")
@@ -45,7 +53,7 @@ async def test_signing_after_ready_withdraws_no_claim_and_publish_goes_through(
     assert f"Signing: {len(paths)} files python.org lists" in offered.text
 
     # The RM signs in a terminal instead of logging in from chat.
-    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
+    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", signing_instance.token(*RM))
     run_sign(tmp_path, capsys)
     await world.gate.scan()
 
@@ -135,15 +143,16 @@ async def test_the_gate_names_a_private_instance_bundle_of_the_wrong_signer(
     assert result.reason == "wrong signer: expected savannah@python.org, found hugo@python.org"
 
 
+@both_rekors
 def test_a_private_instance_bundle_is_refused_under_the_production_root(
     tmp_path: Path,
-    sigstore_instance: SigstoreInstance,
+    signing_instance: SigstoreInstance,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    world = instance_world(tmp_path, sigstore_instance)
+    world = instance_world(tmp_path, signing_instance)
     world.stage(TAG)
-    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
+    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", signing_instance.token(*RM))
     run_sign(tmp_path, capsys)
     tag = ReleaseTag.parse(TAG)
     digest = world.storage.digest(tag, ["Python-3.14.1.tgz"])["Python-3.14.1.tgz"]
@@ -156,20 +165,21 @@ def test_a_private_instance_bundle_is_refused_under_the_production_root(
     assert result.reason == "wrong trust root: its transparency log is not in production"
 
 
+@both_rekors
 def test_a_client_trust_config_and_its_bare_trusted_root_verify_alike(
     tmp_path: Path,
-    sigstore_instance: SigstoreInstance,
+    signing_instance: SigstoreInstance,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    world = instance_world(tmp_path, sigstore_instance)
+    world = instance_world(tmp_path, signing_instance)
     world.stage(TAG)
-    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", sigstore_instance.token(*RM))
+    monkeypatch.setenv("SIGSTORE_IDENTITY_TOKEN", signing_instance.token(*RM))
     run_sign(tmp_path, capsys)
     tag = ReleaseTag.parse(TAG)
     digest = world.storage.digest(tag, ["Python-3.14.1.tgz"])["Python-3.14.1.tgz"]
     bundle = (world.staging / TAG / "Python-3.14.1.tgz.sigstore").read_bytes()
-    bare = sigstore_instance.write_trusted_root(tmp_path / "trust" / "root.json")
+    bare = signing_instance.write_trusted_root(tmp_path / "trust" / "root.json")
     assert json.loads(bare.read_text())["mediaType"].startswith(
         "application/vnd.dev.sigstore.trustedroot"
     )

@@ -34,7 +34,7 @@ from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.ports import SignatureVerifier, Storage
-from bot.signing.verifier import PINNED_ROOTS, first_line, is_client_trust_config
+from bot.signing.verifier import PINNED_ROOTS, UNDATED, first_line, is_client_trust_config
 
 __all__ = [
     "SIDECARS",
@@ -52,7 +52,12 @@ TOKEN_ENV = "SIGSTORE_IDENTITY_TOKEN"
 MAX_BUNDLE = 1 << 20
 # What sigstore-python raises, by public name, when a service refuses or cannot be reached.
 _SIGNING_ERRORS = (SigstoreError, requests.RequestException, ExpiredIdentity)
-_PARALLEL = 8  # transparency-log round trips in flight, as `sigstore sign` does
+# Signatures in flight at once (one Signer, one certificate: sigstore's clients keep a session
+# per thread, and `sigstore sign` shares its Signer across a pool the same way). Each mostly
+# waits, for a timestamp then for the log, and a Rekor v2 log answers an entry only once its
+# batch is in (seconds): n files take ceil(n / threads) batches. 64 covers the signed files
+# of a CPython release in one batch, well inside the certificate's 10 minutes.
+_PARALLEL = 64
 _REASON_LIMIT = 200  # characters of an error kept in a signing failure's reason
 
 
@@ -283,7 +288,7 @@ def sign_digests(
                 except Exception as err:
                     if not _refused_or_unreachable(err):
                         raise
-                    return path, f"signing failed: {first_line(err, _REASON_LIMIT)}"
+                    return path, f"signing failed: {_why_unsigned(err)}"
 
             for path, result in pool.map(one, list(digests)):
                 if isinstance(result, str):
@@ -296,6 +301,15 @@ def sign_digests(
         # No certificate: the login was refused, or the CA is unreachable.
         raise SigningError(f"no signing certificate ({first_line(err, _REASON_LIMIT)})") from err
     return bundles, failed
+
+
+def _why_unsigned(err: Exception) -> str:
+    """One file's signing failure in words an RM can act on."""
+    if UNDATED in str(err):
+        # sigstore-python only warns when the timestamp authority fails, then cannot make a
+        # bundle: a Rekor v2 entry dates nothing by itself.
+        return "no timestamp from the timestamp authority (a Rekor v2 log entry needs one)"
+    return first_line(err, _REASON_LIMIT)
 
 
 def _refused_or_unreachable(err: Exception) -> bool:

@@ -45,6 +45,7 @@ from bot.ports import SignatureResult, SignatureStatus
 
 __all__ = [
     "PINNED_ROOTS",
+    "UNDATED",
     "CacheInfo",
     "SigstoreVerifier",
     "first_line",
@@ -67,6 +68,15 @@ _KNOWN_MEDIA_TYPES = frozenset(kind.value for kind in Bundle.BundleType)
 # Results are tiny, but a long-running bot sees many bundles: keep the newest ones.
 _CACHE_LIMIT = 4096
 _REASON_LIMIT = 160  # characters of an error kept in a reason
+# How sigstore says a bundle has no time it can trust. A Rekor v2 entry carries none (no
+# integrated time, no inclusion promise): its time is the timestamp authority's.
+UNDATED = "inclusion promise or signed timestamp"
+_NO_AUTHORITIES = "no Timestamp Authorities have been provided"
+_TOO_FEW_TIMES = "not enough sources of verified time"
+_NO_TIME = (
+    "no signed time: its log entry carries none (Rekor v2) and it has no timestamp from a "
+    "timestamp authority; re-sign"
+)
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,8 @@ class SigstoreVerifier:
                     "too-old bundle format (v0.1, no inclusion proof with checkpoint); "
                     "re-sign with a current sigstore"
                 )
+            if UNDATED in str(err):
+                return _invalid(_NO_TIME)
             return _invalid(f"malformed bundle: {_pydantic_summary(err)}")
         except ValueError as err:  # e.g. a certificate that is not DER
             return _invalid(f"malformed bundle: {first_line(err, _REASON_LIMIT)}")
@@ -245,6 +257,11 @@ class SigstoreVerifier:
                     f"wrong trust root: signed with Sigstore {other}, checked against {root.label}"
                 )
             return f"wrong trust root: its transparency log is not in {root.label}"
+        if _NO_AUTHORITIES in str(err) or _TOO_FEW_TIMES in str(err):
+            return (
+                f"wrong trust root: no timestamp authority {root.label} lists vouches for "
+                "the bundle's timestamp"
+            )
         if isinstance(err, CertValidationError):
             return (
                 f"wrong trust root: the certificate does not chain to {root.label} "

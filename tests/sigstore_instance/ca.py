@@ -20,6 +20,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
+from tests.sigstore_instance import der
+
 ISSUER_V1_OID = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 ISSUER_V2_OID = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
 SCT_LIST_OID = ObjectIdentifier("1.3.6.1.4.1.11129.2.4.2")
@@ -35,22 +37,6 @@ def spki_der(key: ec.EllipticCurvePublicKey) -> bytes:
 def key_id(key: ec.EllipticCurvePublicKey) -> bytes:
     """How Sigstore names a log key: SHA-256 of its SubjectPublicKeyInfo."""
     return hashlib.sha256(spki_der(key)).digest()
-
-
-def _der_length(n: int) -> bytes:
-    if n < 0x80:
-        return bytes([n])
-    body = n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return bytes([0x80 | len(body)]) + body
-
-
-def der_octet_string(data: bytes) -> bytes:
-    return b"\x04" + _der_length(len(data)) + data
-
-
-def der_utf8_string(text: str) -> bytes:
-    data = text.encode()
-    return b"\x0c" + _der_length(len(data)) + data
 
 
 class CertificateAuthority:
@@ -142,14 +128,14 @@ class CertificateAuthority:
                 x509.UnrecognizedExtension(ISSUER_V1_OID, issuer.encode()), critical=False
             )
             .add_extension(
-                x509.UnrecognizedExtension(ISSUER_V2_OID, der_utf8_string(issuer)), critical=False
+                x509.UnrecognizedExtension(ISSUER_V2_OID, der.utf8_string(issuer)), critical=False
             )
         )
         # The precertificate is the certificate without its SCT list: what the CT log signs.
         precert = builder.sign(self.key, hashes.SHA256())
         sct = self._sct(precert.tbs_certificate_bytes, now)
         sct_list = struct.pack("!H", len(sct)) + sct
-        extension = der_octet_string(struct.pack("!H", len(sct_list)) + sct_list)
+        extension = der.octet_string(struct.pack("!H", len(sct_list)) + sct_list)
         leaf = builder.add_extension(
             x509.UnrecognizedExtension(SCT_LIST_OID, extension), critical=False
         ).sign(self.key, hashes.SHA256())

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from tests.sigstore_instance.ca import key_id
 
 
-def _leaf_hash(data: bytes) -> bytes:
+def leaf_hash(data: bytes) -> bytes:
     return hashlib.sha256(b"\x00" + data).digest()
 
 
@@ -66,7 +66,7 @@ class TransparencyLog:
     def append(self, proposed: dict[str, Any]) -> dict[str, Any]:
         """Integrate a proposed entry; the Rekor v1 answer ``{uuid: entry}``."""
         body = rfc8785.dumps(proposed)
-        leaf = _leaf_hash(body)
+        leaf = leaf_hash(body)
         with self._lock:
             self._leaves.append(leaf)
             index = len(self._leaves) - 1

@@ -25,11 +25,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, utils
 
 from tests.sigstore_instance.ca import CertificateAuthority, key_id, spki_der
 from tests.sigstore_instance.log import TransparencyLog, proposed_entry
+from tests.sigstore_instance.tiles import TiledLog
+from tests.sigstore_instance.tsa import TimestampAuthority
 
 AUDIENCE = "sigstore"
 TOKEN_LIFETIME = 600
 LOGIN_CODE_LIFETIME = 300.0  # seconds a login code can be traded (Dex: 5 minutes)
 OOB_REDIRECT = "urn:ietf:wg:oauth:2.0:oob"
+BATCH_DELAY = 0.2  # seconds a Rekor v2 batch stays open (rekor-tiles: about a second)
+OPERATOR = "relbot-tests"
 
 
 @dataclass
@@ -59,13 +63,33 @@ def _rfc3339(when: datetime.datetime) -> str:
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class SigstoreInstance:
-    """CA + CT log key + token issuer on one loopback port, the transparency log on another
-    (so a test can stop the log alone, mid-signing)."""
+class _Server(ThreadingHTTPServer):
+    # A signer sends dozens of requests at once; the default backlog of 5 would drop
+    # connections that Sigstore's services (behind load balancers) accept.
+    request_queue_size = 128
+    daemon_threads = True
 
-    def __init__(self) -> None:
+
+class SigstoreInstance:
+    """CA + CT log key + token issuer + timestamp authority on one loopback port, the
+    transparency logs (Rekor v1 and v2) on another (so a test can stop the logs alone,
+    mid-signing).
+
+    ``rekor_version`` chooses what the signing config lists, as Sigstore lists it: 1 the v1
+    log alone (no timestamp authority: the log's integrated time dates a signature); 2 the v2
+    log beside the v1 one, from the same operator (so clients take v2), and the timestamp
+    authority. The trusted root always lists both logs and the authority. ``batch_delay`` is
+    how long the v2 log gathers a batch before answering its entries."""
+
+    def __init__(self, rekor_version: int = 1, batch_delay: float = BATCH_DELAY) -> None:
+        if rekor_version not in (1, 2):
+            raise ValueError(f"Rekor v{rekor_version}? 1 or 2")
+        self.rekor_version = rekor_version
         self.ca = CertificateAuthority()
         self.log = TransparencyLog()
+        self.tiles = TiledLog(batch_delay=batch_delay)
+        self.tsa = TimestampAuthority()
+        self.tsa_down = False  # the timestamp authority answers 503 (overloaded, down)
         self.token_key = ec.generate_private_key(ec.SECP256R1())
         self.certificates_issued = 0
         self.refusals: list[str] = []
@@ -75,13 +99,14 @@ class SigstoreInstance:
         self.login_as: tuple[str, str] = ("hugo@python.org", "https://github.com/login/oauth")
         self.login_code_lifetime = LOGIN_CODE_LIFETIME
         self.logins_traded = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._log_server: ThreadingHTTPServer | None = None
+        self._log_server: _Server | None = None
         self._log_thread: threading.Thread | None = None
         self._log_port = 0
         self._log_entries_left: int | None = None  # stop the log after this many entries
+        self._count_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -91,6 +116,10 @@ class SigstoreInstance:
     @property
     def log_url(self) -> str:
         return f"http://127.0.0.1:{self._log_port}"
+
+    @property
+    def tsa_url(self) -> str:
+        return self.url + "/api/v1/timestamp"
 
     @property
     def issuer_url(self) -> str:
@@ -116,7 +145,8 @@ class SigstoreInstance:
         """Serve the log (again, on the same port once it had one)."""
         if self._log_server is not None:
             return
-        server = ThreadingHTTPServer(("127.0.0.1", self._log_port), _log_handler(self))
+        self.tiles.start()
+        server = _Server(("127.0.0.1", self._log_port), _log_handler(self))
         server.daemon_threads = True
         self._log_port = int(server.server_address[1])
         self._log_server = server
@@ -127,6 +157,7 @@ class SigstoreInstance:
         """Really stop the log: its socket closes, so clients get "connection refused"."""
         server, thread = self._log_server, self._log_thread
         self._log_server, self._log_thread = None, None
+        self.tiles.stop()  # v2 submitters waiting for a batch get no entry
         if server is None or thread is None:
             return
         server.shutdown()
@@ -135,16 +166,20 @@ class SigstoreInstance:
 
     def stop_log_after(self, entries: int) -> None:
         """Let the log take ``entries`` more entries, then stop it (from another thread, as
-        an operator would pull the plug mid-signing)."""
+        an operator would pull the plug mid-signing). A v2 log stops with the batch holding
+        the last of them still open, so none of that batch is answered."""
         self._log_entries_left = entries
 
     def _entry_logged(self) -> None:
-        if self._log_entries_left is None:
-            return
-        self._log_entries_left -= 1
-        if self._log_entries_left <= 0:
+        with self._count_lock:  # handler threads count at once
+            if self._log_entries_left is None:
+                return
+            self._log_entries_left -= 1
+            if self._log_entries_left > 0:
+                return
             self._log_entries_left = None
-            threading.Thread(target=self.stop_log, daemon=True).start()
+        self.tiles.stop()  # now, before the open batch closes; the socket follows
+        threading.Thread(target=self.stop_log, daemon=True).start()
 
     @property
     def log_is_up(self) -> bool:
@@ -241,9 +276,35 @@ class SigstoreInstance:
             }
 
         root_der = self.ca.root.public_bytes(serialization.Encoding.DER)
+        tiles_key = self.tiles.key.public_key()
+        tiles = {
+            "baseUrl": self.log_url,
+            "hashAlgorithm": "SHA2_256",
+            "publicKey": {
+                "rawBytes": _b64(
+                    tiles_key.public_bytes(
+                        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+                    )
+                ),
+                "keyDetails": "PKIX_ED25519",
+                "validFor": {"start": start},
+            },
+            "logId": {"keyId": _b64(self.tiles.log_id)},
+        }
+        tsa = {
+            "subject": {"organization": "relbot tests", "commonName": "relbot test tsa"},
+            "uri": self.tsa_url,
+            "certChain": {
+                "certificates": [
+                    {"rawBytes": _b64(c.public_bytes(serialization.Encoding.DER))}
+                    for c in self.tsa.chain
+                ]
+            },
+            "validFor": {"start": _rfc3339(self.tsa.not_before)},
+        }
         return {
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [log_key(self.log.key, self.log_url)],
+            "tlogs": [log_key(self.log.key, self.log_url), tiles],
             "certificateAuthorities": [
                 {
                     "subject": {
@@ -256,24 +317,28 @@ class SigstoreInstance:
                 }
             ],
             "ctlogs": [log_key(self.ca.ct_key, self.url + "/ct")],
-            "timestampAuthorities": [],
+            "timestampAuthorities": [tsa],
         }
 
     def signing_config(self) -> dict[str, Any]:
-        def service(url: str) -> dict[str, Any]:
+        def service(url: str, version: int = 1) -> dict[str, Any]:
             return {
                 "url": url,
-                "majorApiVersion": 1,
+                "majorApiVersion": version,
                 "validFor": {"start": _rfc3339(self.ca.not_before)},
-                "operator": "relbot-tests",
+                "operator": OPERATOR,
             }
 
+        v2 = self.rekor_version == 2
         return {
             "mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
             "caUrls": [service(self.url)],
             "oidcUrls": [service(self.issuer_url)],
-            "rekorTlogUrls": [service(self.log_url)],
-            "tsaUrls": [],
+            "rekorTlogUrls": [
+                *([service(self.log_url, 2)] if v2 else []),
+                service(self.log_url),
+            ],
+            "tsaUrls": [service(self.tsa_url)] if v2 else [],
             "rekorTlogConfig": {"selector": "ANY"},
             "tsaConfig": {"selector": "ANY"},
         }
@@ -411,6 +476,11 @@ def _handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
                     self._send(200, answer)
                 elif path == "/oauth/token":
                     self._send(200, instance._exchange(self.headers.get("Authorization", ""), body))
+                elif path == "/api/v1/timestamp" and instance.tsa_down:
+                    self._send(503, {"code": 503, "message": "timestamp authority unavailable"})
+                elif path == "/api/v1/timestamp":
+                    reply = instance.tsa.respond(body)
+                    self._send(200, reply, "application/timestamp-reply")
                 else:
                     self._send(404, {"message": f"no {path}"})
             except OAuthRefused as err:
@@ -427,16 +497,22 @@ def _log_handler(instance: SigstoreInstance) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._body()
             path = urlsplit(self.path).path
-            if path != "/api/v1/log/entries":
+            if path not in ("/api/v1/log/entries", "/api/v2/log/entries"):
                 self._send(404, {"message": f"no {path}"})
                 return
             try:
-                entry = instance._log_entry(body)
+                if path == "/api/v1/log/entries":
+                    entry = instance._log_entry(body)
+                    self._send(201, entry)
+                    instance._entry_logged()
+                    return
+                pending = instance.tiles.queue(json.loads(body))
+                instance._entry_logged()  # taken, as a v2 log takes it: into the open batch
+                self._send(201, instance.tiles.wait(pending))
             except (ValueError, KeyError, TypeError, binascii.Error) as err:
                 self._refuse(400, err)
-                return
-            self._send(201, entry)
-            instance._entry_logged()
+            except TimeoutError as err:  # the log stopped before the entry was in
+                self._refuse(503, err)
 
     Handler.instance = instance
     return Handler
