@@ -55,9 +55,11 @@ _SIGNING_ERRORS = (SigstoreError, requests.RequestException, ExpiredIdentity)
 # Signatures in flight at once (one Signer, one certificate: sigstore's clients keep a session
 # per thread, and `sigstore sign` shares its Signer across a pool the same way). Each mostly
 # waits, for a timestamp then for the log, and a Rekor v2 log answers an entry only once its
-# batch is in (seconds): n files take ceil(n / threads) batches. 64 covers the signed files
-# of a CPython release in one batch, well inside the certificate's 10 minutes.
-_PARALLEL = 64
+# batch is in (seconds): n files take ceil(n / threads) batches. 32, the most `sigstore sign`
+# itself ever runs at once (Python's default pool), puts the ~60 signed files of a CPython
+# release in two batches, well inside the certificate's 10 minutes, without asking more of the
+# public-good services than their own client does.
+_PARALLEL = 32
 _REASON_LIMIT = 200  # characters of an error kept in a signing failure's reason
 
 
