@@ -351,7 +351,9 @@ class MockDiscord:
 
     async def _me(self, request: web.Request, body: Any) -> web.Response:
         # The token's own user: with the fields only its owner sees.
-        return _json({**self._bot_user(), "mfa_enabled": False, "locale": "en-US", "verified": True})
+        return _json(
+            {**self._bot_user(), "mfa_enabled": False, "locale": "en-US", "verified": True}
+        )
 
     async def _application(self, request: web.Request, body: Any) -> web.Response:
         return _json(
@@ -421,9 +423,7 @@ class MockDiscord:
         message = self._message(body["data"], self.channel, flags=flags)
         self._originals[token] = message
         interaction["response_message_id"] = message["id"]
-        return _json(
-            {"interaction": interaction, "resource": {"type": 4, "message": message}}
-        )
+        return _json({"interaction": interaction, "resource": {"type": 4, "message": message}})
 
     async def _followup(self, request: web.Request, body: Any) -> web.Response:
         token = request.match_info["token"]

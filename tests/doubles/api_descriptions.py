@@ -164,7 +164,9 @@ class OpenAPIDescription:
             content_type=exchange.content_type,
         )
         violations = [
-            _violation(name, "request", error) for error in self.app.iter_request_errors(request)
+            v
+            for error in self.app.iter_request_errors(request)
+            for v in _violation(name, "request", error, exchange.content_type)
         ]
         violations += self._undeclared_query(name, operation, exchange)
         body = _json(exchange.body)
@@ -177,12 +179,11 @@ class OpenAPIDescription:
         response = self._response(operation, exchange.status)
         if response is None:
             return violations  # a status the description does not describe: nothing to hold
-        answer = MockResponse(
-            exchange.answer, exchange.status, content_type=exchange.answer_type
-        )
+        answer = MockResponse(exchange.answer, exchange.status, content_type=exchange.answer_type)
         violations += [
-            _violation(name, "answer", error)
+            v
             for error in self.app.iter_response_errors(request, answer)
+            for v in _violation(name, "answer", error, exchange.answer_type)
         ]
         schema = _media_schema(response, exchange.answer_type)
         answered = _json(exchange.answer)
@@ -225,19 +226,42 @@ def openapi(name: str) -> OpenAPIDescription:
     return OpenAPIDescription(name)
 
 
-def _violation(operation: str, side: str, error: Exception) -> Violation:
-    """openapi-core's error, as the field it concerns (from jsonschema's path) and why."""
+def _violation(operation: str, side: str, error: Exception, media: str) -> list[Violation]:
+    """openapi-core's error, as the fields it concerns (from jsonschema's paths) and why."""
     cause = error.__cause__ or error
     schema_errors = getattr(cause, "schema_errors", None) or getattr(error, "schema_errors", None)
     if schema_errors:
-        first = schema_errors[0]
-        where = _path(first.absolute_path)
-        return Violation(
-            operation, f"{_side(side, error)}{where}", "; ".join(e.message for e in schema_errors)
-        )
+        found = []
+        for schema_error in schema_errors:
+            where = _side(side, error) + _path(schema_error.absolute_path)
+            if schema_error.validator == "additionalProperties":  # name each field itself
+                named = set(schema_error.schema.get("properties", {}))
+                found += [
+                    Violation(operation, f"{where}.{extra}", "not in the description")
+                    for extra in sorted(set(schema_error.instance) - named)
+                ]
+            else:
+                found.append(Violation(operation, where, schema_error.message))
+        return found
+    if "mimetype" in str(cause):
+        return [Violation(operation, f"{side}.content-type", str(cause), media.split(";")[0])]
     name = getattr(cause, "name", None)
     where = f"{_side(side, error)}.{name}" if name else _side(side, error)
-    return Violation(operation, where, f"{type(error).__name__}: {cause}")
+    return [Violation(operation, where, f"{type(error).__name__}: {cause}")]
+
+
+def always_sent(spec: Mapping[str, Any], schema: Any) -> dict[str, Any]:
+    """Every field an object schema says is always there, with the value an unset one has
+    (null where allowed, else empty or zero): what a double adds to its own answer's fields."""
+    schema = _resolve(spec, schema)
+    empty: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+    empty |= {"array": [], "object": {}}
+    filled: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        kinds = _resolve(spec, schema["properties"][name]).get("type", "null")
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        filled[name] = None if "null" in kinds else empty[kinds[0]]
+    return filled
 
 
 def _path(parts: Iterable[str | int]) -> str:
@@ -305,7 +329,11 @@ def undeclared(value: Any, schema: Any, spec: Mapping[str, Any], at: str = "") -
                 extra.append(more)
             if "properties" in branch:
                 described = True
-            if more is True or (isinstance(more, dict) and not more) or "patternProperties" in branch:
+            if (
+                more is True
+                or (isinstance(more, dict) and not more)
+                or "patternProperties" in branch
+            ):
                 return set()
         if not described:
             return set()
@@ -325,9 +353,7 @@ def undeclared(value: Any, schema: Any, spec: Mapping[str, Any], at: str = "") -
             return set()
         found = set()
         for element in value:
-            found |= set.intersection(
-                *(undeclared(element, c, spec, f"{at}[]") for c in items)
-            )
+            found |= set.intersection(*(undeclared(element, c, spec, f"{at}[]") for c in items))
         return found
     return set()
 

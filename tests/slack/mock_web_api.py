@@ -60,12 +60,8 @@ ALLOWANCES = (
     Allowance("chat.postMessage", "form.metadata", "message metadata (2022): " + _NEWER),
     Allowance("chat.update", "json.metadata", "message metadata (2022): " + _NEWER),
     Allowance("chat.update", "form.metadata", "message metadata (2022): " + _NEWER),
-    Allowance(
-        "conversations.history", "query.include_all_metadata", "message metadata: " + _NEWER
-    ),
-    Allowance(
-        "conversations.history", "answer.messages[].metadata", "message metadata: " + _NEWER
-    ),
+    Allowance("conversations.history", "query.include_all_metadata", "message metadata: " + _NEWER),
+    Allowance("conversations.history", "answer.messages[].metadata", "message metadata: " + _NEWER),
     # Slack's cursor pagination (documented for this method) is missing from the schema.
     Allowance("conversations.history", "answer.response_metadata", "the cursor is not described"),
     # Errors Slack documents for every method that the description's per-method lists omit:
