@@ -41,9 +41,9 @@ from tests.doubles.api_descriptions import (
     Allowance,
     Exchange,
     Violation,
+    Violations,
     always_sent,
     description,
-    Violations,
     openapi,
 )
 from tests.doubles.server import LoopbackServer
