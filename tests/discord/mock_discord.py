@@ -643,11 +643,13 @@ class MockDiscord:
         """The server as ``GET /guilds/{id}`` answers: no members, channels or presences
         (those come with the gateway's GUILD_CREATE only)."""
         gateway = self._guild_payload()
-        kept = ("id", "name", "icon", "owner_id", "roles", "emojis", "stickers", "features")
+        kept: tuple[str, ...] = ("id", "name", "icon", "owner_id", "roles", "emojis", "stickers")
+        kept += ("features",)
         kept += ("verification_level", "default_message_notifications", "explicit_content_filter")
         kept += ("mfa_level", "nsfw_level", "premium_tier", "preferred_locale")
         kept += ("system_channel_flags",)
-        unset = ("description", "home_header", "splash", "discovery_splash", "banner")
+        unset: tuple[str, ...] = ("description", "home_header", "splash", "discovery_splash")
+        unset += ("banner",)
         unset += ("application_id", "afk_channel_id", "system_channel_id", "widget_channel_id")
         unset += ("max_presences", "vanity_url_code", "rules_channel_id")
         unset += ("safety_alerts_channel_id", "public_updates_channel_id", "incidents_data")

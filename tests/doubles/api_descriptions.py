@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft4Validator
+from jsonschema import Draft4Validator  # type: ignore[import-untyped]  # no stubs shipped
 from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 from referencing import Registry, Resource
