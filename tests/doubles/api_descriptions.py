@@ -240,6 +240,9 @@ def _violation(operation: str, side: str, error: Exception, media: str) -> list[
                     Violation(operation, f"{where}.{extra}", "not in the description")
                     for extra in sorted(set(schema_error.instance) - named)
                 ]
+            elif schema_error.validator == "required":  # name the missing field itself
+                missing = schema_error.message.split("'")[1]
+                found.append(Violation(operation, f"{where}.{missing}", schema_error.message))
             else:
                 found.append(Violation(operation, where, schema_error.message))
         return found
