@@ -5,8 +5,9 @@ Discord's and Discourse's are OpenAPI 3.1: openapi-core checks path, method, par
 answer against them; because neither closes its objects (Discord's never says
 ``additionalProperties: false``), a field the description names nowhere is reported too (a
 wrong field name would otherwise pass). Slack's is Swagger 2.0, which openapi-core does not read:
-its parameters are checked here by name, place and type, its answers with jsonschema (Draft 4,
-Swagger's dialect) against the method's success or error schema.
+its parameters are checked here by name, place and type; its schemas (Swagger's JSON Schema,
+which OpenAPI 3.0 kept) are carried over unchanged into an OpenAPI 3.0 document, and
+openapi-core's 3.0 schema validator holds each answer to the method's success or error schema.
 
 A double keeps a :class:`Violations` and fails at its close when it holds any, naming the
 operation and the field. Each description is read once per test session.
@@ -27,11 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft4Validator  # type: ignore[import-untyped]  # no stubs shipped
 from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT4
+from openapi_core.validation.schemas import oas30_read_schema_validators_factory
 
 FOLDER = Path(__file__).parent.parent / "vendor" / "api-descriptions"
 DISCORD = "discord-openapi-74fda0f.json.gz"
@@ -370,8 +369,34 @@ class SlackDescription:
 
     def __init__(self) -> None:
         self.spec = description(SLACK)
-        resource = Resource.from_contents(self.spec, default_specification=DRAFT4)
-        self._registry: Registry[Any] = Registry().with_resource("urn:slack", resource)
+        # Swagger's definitions and each method's answers, as an OpenAPI 3.0 document's
+        # components (the schemas themselves unchanged, their references moved along).
+        moved = json.loads(
+            json.dumps(self.spec).replace('"#/definitions/', '"#/components/schemas/')
+        )
+        schemas = dict(moved["definitions"])
+        for path, entry in moved["paths"].items():
+            for operation in entry.values():
+                for key, response in operation["responses"].items():
+                    if "schema" in response:
+                        schemas[f"{path[1:]} {key}"] = response["schema"]
+        document = {
+            "openapi": "3.0.3",
+            "info": {"title": "Slack Web API answers", "version": "2"},
+            "paths": {},
+            "components": {"schemas": schemas},
+        }
+        self._answers = OpenAPI.from_dict(document, config=Config(spec_validator_cls=None)).spec
+        self._validators: dict[str, Any] = {}
+
+    def _answer_errors(self, method: str, key: str, answer: Mapping[str, Any]) -> list[Any]:
+        """jsonschema's errors of ``answer`` against the method's ``key`` ("200", "default")."""
+        name = f"{method} {key}"
+        if name not in self._validators:
+            schema = self._answers / "components" / "schemas" / name
+            made = oas30_read_schema_validators_factory.create(self._answers, schema)
+            self._validators[name] = made.validator
+        return list(self._validators[name].iter_errors(dict(answer)))
 
     def check(
         self,
@@ -408,9 +433,7 @@ class SlackDescription:
             if declared.get("required") and name != "token" and name not in arguments:
                 violations.append(Violation(method, f"{via}.{name}", "required, not sent"))
         key = "200" if answer.get("ok") else "default"
-        pointer = f"urn:slack#/paths/~1{method}/{described_verb}/responses/{key}/schema"
-        validator = Draft4Validator({"$ref": pointer}, registry=self._registry)
-        for error in validator.iter_errors(dict(answer)):
+        for error in self._answer_errors(method, key, answer):
             path = _path(error.absolute_path)
             if error.validator == "additionalProperties":  # name each field itself
                 extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
