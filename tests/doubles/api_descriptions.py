@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
@@ -125,9 +126,9 @@ class OpenAPIDescription:
         url = server["url"]
         for variable, value in server.get("variables", {}).items():
             url = url.replace("{" + variable + "}", value["default"])
-        self.host_url, _, base = url.partition("://")[2].partition("/")
-        self.host_url = url.split("://")[0] + "://" + self.host_url
-        self.base = "/" + base if base else ""
+        parts = urlsplit(url)
+        self.host_url = f"{parts.scheme}://{parts.netloc}"
+        self.base = parts.path.rstrip("/")  # "/api/v10" for Discord, "" for Discourse
         self._routes = [
             (re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(p)) + "$"), p)
             for p in self.spec["paths"]
