@@ -40,6 +40,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.doubles.api_descriptions import DISCORD, Allowance, Exchange, Violations, openapi
+
 API = "/api/v10"
 APP_ID = 900000000000000001
 BOT_ID = APP_ID
@@ -52,6 +54,20 @@ EVERYONE = VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | READ_MESSAGE_HISTORY
 # How long Discord holds a nonce sent with enforce_nonce ("the past few minutes").
 NONCE_WINDOW = 300.0
 WAIT = 5.0  # seconds any wait for the bot gives up after
+# What discord.py sends that Discord's description does not name (Discord ignores or takes it):
+# each on the one operation where relbot's calls carry it.
+_LIBRARY = "sent by discord.py 2.x, not named by the description"
+ALLOWANCES: tuple[Allowance, ...] = (
+    Allowance("bulk_set_guild_application_commands", "body[].nsfw", _LIBRARY),
+    Allowance("create_message", "body.embeds[].flags", _LIBRARY),
+    Allowance("update_message", "body.embeds[].flags", _LIBRARY),
+    Allowance("update_message", "body.tts", _LIBRARY + " (every edit carries tts=false)"),
+    Allowance(
+        "update_original_webhook_message", "body.tts", _LIBRARY + " (every edit carries tts)"
+    ),
+    # Snowflakes as JSON numbers (the description says strings; Discord takes both).
+    Allowance("create_message", "body.allowed_mentions", "user IDs as numbers: " + _LIBRARY),
+)
 
 
 @dataclass(frozen=True)
@@ -110,6 +126,8 @@ class MockDiscord:
         # Nonces sent with enforce_nonce: (author, nonce) → (message ID, when it was sent).
         self._nonces: dict[tuple[str, str], tuple[int, float]] = {}
         self.clock: Callable[[], float] = time.monotonic
+        # Every REST call and its answer, held against Discord's description.
+        self.violations = Violations(ALLOWANCES)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -150,6 +168,8 @@ class MockDiscord:
             await socket.ws.close()
         assert self._runner is not None
         await self._runner.cleanup()
+        if kind is None:  # a test that failed already says why
+            self.violations.assert_none("Discord")
 
     @property
     def api_url(self) -> str:
@@ -305,8 +325,22 @@ class MockDiscord:
                 or request.path.startswith(API + "/interactions/")
             ):
                 return _json({"message": "401: Unauthorized", "code": 0}, status=401)
-            body = await request.json() if request.can_read_body else None
+            raw = await request.read() if request.can_read_body else b""
+            body = json.loads(raw) if raw else None
             response: web.StreamResponse = await handler(request, body)
+            answer = response.body if isinstance(response, web.Response) else b""
+            exchange = Exchange(
+                request.method,
+                request.path,
+                dict(request.query),
+                dict(request.headers),
+                raw,
+                request.content_type,
+                response.status,
+                answer if isinstance(answer, bytes) else b"",
+                response.content_type,
+            )
+            self.violations.add(openapi(DISCORD).check(exchange))
             async with self._recorder.changed:
                 path = request.path.removeprefix(API)
                 self._recorder.calls.append(Call(request.method, path, body))
@@ -316,7 +350,10 @@ class MockDiscord:
         return recorded
 
     async def _me(self, request: web.Request, body: Any) -> web.Response:
-        return _json(self._bot_user())
+        # The token's own user: with the fields only its owner sees.
+        return _json(
+            {**self._bot_user(), "mfa_enabled": False, "locale": "en-US", "verified": True}
+        )
 
     async def _application(self, request: web.Request, body: Any) -> web.Response:
         return _json(
@@ -325,14 +362,23 @@ class MockDiscord:
                 "name": "relbot",
                 "icon": None,
                 "description": "",
+                "type": None,
                 "rpc_origins": [],
                 "bot_public": False,
                 "bot_require_code_grant": False,
                 "owner": self._bot_user(),
-                "summary": "",
                 "verify_key": "0" * 64,
                 "team": None,
                 "flags": 0,
+                "flags_new": "0",
+                "redirect_uris": [],
+                "interactions_endpoint_url": None,
+                "role_connections_verification_url": None,
+                "approximate_guild_count": 1,
+                "approximate_user_install_count": 0,
+                "approximate_user_authorization_count": 0,
+                "explicit_content_filter": 0,
+                "eligible_oauth2_scopes": [],
             }
         )
 
@@ -346,6 +392,8 @@ class MockDiscord:
         self.commands = [
             {
                 **command,
+                # Discord fills in where the command may be installed when it is not given.
+                "integration_types": command.get("integration_types") or [0],
                 "id": str(next(self._ids)),
                 "application_id": str(APP_ID),
                 "guild_id": str(self.guild),
@@ -370,13 +418,12 @@ class MockDiscord:
             "response_message_loading": body["type"] == 5,
             "response_message_ephemeral": bool(flags & EPHEMERAL),
         }
-        resource: dict[str, Any] = {"type": body["type"]}
-        if body["type"] == 4:
-            message = self._message(body["data"], self.channel, flags=flags)
-            self._originals[token] = message
-            interaction["response_message_id"] = message["id"]
-            resource["message"] = message
-        return _json({"interaction": interaction, "resource": resource})
+        if body["type"] != 4:  # only a message made now comes back as the resource
+            return _json({"interaction": interaction})
+        message = self._message(body["data"], self.channel, flags=flags)
+        self._originals[token] = message
+        interaction["response_message_id"] = message["id"]
+        return _json({"interaction": interaction, "resource": {"type": 4, "message": message}})
 
     async def _followup(self, request: web.Request, body: Any) -> web.Response:
         token = request.match_info["token"]
@@ -398,7 +445,7 @@ class MockDiscord:
     async def _get_guild(self, request: web.Request, body: Any) -> web.Response:
         if int(request.match_info["guild"]) != self.guild or str(BOT_ID) not in self.members:
             return _json(_MISSING_ACCESS_BODY, status=403)
-        return _json(self._guild_payload())
+        return _json(self._rest_guild())
 
     async def _get_member(self, request: web.Request, body: Any) -> web.Response:
         if int(request.match_info["guild"]) != self.guild or str(BOT_ID) not in self.members:
@@ -417,6 +464,12 @@ class MockDiscord:
             "deaf": False,
             "mute": False,
             "flags": 0,
+            "avatar": None,
+            "banner": None,
+            "communication_disabled_until": None,
+            "nick": None,
+            "pending": False,
+            "premium_since": None,
         }
 
     def _channel_refusal(self, channel: int, needed: int) -> web.Response | None:
@@ -584,7 +637,35 @@ class MockDiscord:
     # -- payloads ------------------------------------------------------------------------------
 
     def _bot_user(self) -> dict[str, Any]:
-        return {**_user(str(BOT_ID), "relbot"), "bot": True, "verified": True, "flags": 0}
+        return {**_user(str(BOT_ID), "relbot"), "bot": True}
+
+    def _rest_guild(self) -> dict[str, Any]:
+        """The server as ``GET /guilds/{id}`` answers: no members, channels or presences
+        (those come with the gateway's GUILD_CREATE only)."""
+        gateway = self._guild_payload()
+        kept: tuple[str, ...] = ("id", "name", "icon", "owner_id", "roles", "emojis", "stickers")
+        kept += ("features",)
+        kept += ("verification_level", "default_message_notifications", "explicit_content_filter")
+        kept += ("mfa_level", "nsfw_level", "premium_tier", "preferred_locale")
+        kept += ("system_channel_flags",)
+        unset: tuple[str, ...] = ("description", "home_header", "splash", "discovery_splash")
+        unset += ("banner",)
+        unset += ("application_id", "afk_channel_id", "system_channel_id", "widget_channel_id")
+        unset += ("max_presences", "vanity_url_code", "rules_channel_id")
+        unset += ("safety_alerts_channel_id", "public_updates_channel_id", "incidents_data")
+        return {
+            **{key: gateway[key] for key in kept},
+            **dict.fromkeys(unset),
+            "region": "deprecated",
+            "afk_timeout": 300,
+            "widget_enabled": False,
+            "max_members": 250000,
+            "max_stage_video_channel_users": 50,
+            "max_video_channel_users": 25,
+            "premium_subscription_count": 0,
+            "premium_progress_bar_enabled": False,
+            "nsfw": False,
+        }
 
     def _channel_payload(self) -> dict[str, Any]:
         return {
@@ -618,6 +699,9 @@ class MockDiscord:
                     "mentionable": False,
                     "hoist": False,
                     "color": 0,
+                    "colors": {"primary_color": 0, "secondary_color": None, "tertiary_color": None},
+                    "icon": None,
+                    "unicode_emoji": None,
                     "flags": 0,
                 }
                 for role, bits in self.roles.items()
@@ -661,7 +745,7 @@ class MockDiscord:
             "mention_roles": [],
             "attachments": [],
             "embeds": body.get("embeds") or [],
-            "components": body.get("components") or [],
+            "components": _numbered(body.get("components") or []),
             "pinned": False,
             "type": 0,
             "flags": flags,
@@ -677,7 +761,22 @@ def _user(user_id: str, name: str) -> dict[str, Any]:
         "global_name": None,
         "avatar": None,
         "public_flags": 0,
+        "flags": 0,
+        "primary_guild": None,
     }
+
+
+def _numbered(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Components as Discord answers them: each numbered (``id``) in order, when not given."""
+    counter = itertools.count(1)
+
+    def number(component: dict[str, Any]) -> dict[str, Any]:
+        numbered = {**component, "id": component.get("id") or next(counter)}
+        if "components" in component:
+            numbered["components"] = [number(c) for c in component["components"]]
+        return numbered
+
+    return [number(c) for c in components]
 
 
 def _modal_problem(modal: Any) -> str | None:
