@@ -5,7 +5,6 @@ never become public)."""
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from bot.domain.tags import ReleaseTag
 from bot.ports.messages import ChannelKind
 from bot.storage.local import LocalStorage
 from tests.conftest import World
+from tests.storage.test_stops import FailsAtTheSecondRename
 
 PKG = "python-3.14.1-macos11.pkg"
 TAG = "3.14.1"
@@ -104,22 +104,10 @@ async def test_an_untouched_stopped_publish_resumes_and_publishes_the_confirmed_
     assert (world.public / TAG / PKG).read_bytes() == confirmed
 
 
-class StopsAfterTheDocs(LocalStorage):
-    """The second folder's rename fails (public turned read-only): the docs are public."""
-
-    renames = 0
-
-    def _rename(self, source: Path, target: Path) -> None:
-        self.renames += 1
-        if self.renames == 2:
-            raise PermissionError(errno.EACCES, "Permission denied", str(source), None, str(target))
-        super()._rename(source, target)
-
-
 async def test_a_public_file_rewritten_before_a_resumed_promotion_stops_it_unannounced(
     world: World,
 ) -> None:
-    world.start(StopsAfterTheDocs(world.staging, world.public))
+    world.start(FailsAtTheSecondRename(world.staging, world.public))  # the docs went
     world.stage(TAG)
     await world.ready_all(TAG)
     reply = await world.say("hugo", await world.plan(TAG))
