@@ -130,10 +130,23 @@ def test_wait_into_a_reader_that_went_away_ends_without_a_traceback(tmp_path: Pa
     assert wait.returncode == 128 + signal.SIGPIPE
 
 
+def _make_env() -> dict[str, str]:
+    """The environment of a make the test starts as an operator would: not a sub-make of
+    ``make test`` (whose MAKELEVEL and MAKEFLAGS would make it say ``make[1]:`` and print
+    the folders it enters)."""
+    inherited = {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"}
+    return {k: v for k, v in _env().items() if k not in inherited}
+
+
 def test_make_run_lets_the_board_port_and_other_arguments_be_chosen() -> None:
     def dry(*args: str) -> str:
         done = subprocess.run(
-            ["make", "-n", "run", *args], cwd=ROOT, capture_output=True, text=True, check=True
+            ["make", "-n", "run", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=_make_env(),
         )
         return " ".join(done.stdout.splitlines()[-1].split())
 
@@ -181,6 +194,7 @@ def test_make_says_in_one_line_that_the_virtualenv_was_made_by_a_too_old_python(
     for target in ("run", "install"):
         done = subprocess.run(
             ["make", "-C", str(ROOT), target, f"VENV={tmp_path / 'old'}"],
+            env=_make_env(),
             capture_output=True,
             text=True,
             check=False,
@@ -196,6 +210,7 @@ def test_make_says_in_one_line_that_the_virtualenv_was_made_by_a_too_old_python(
         ], done.stderr
     fresh = subprocess.run(
         ["make", "-C", str(ROOT), "run", f"VENV={tmp_path / 'new'}", f"PYTHON={OLD}"],
+        env=_make_env(),
         capture_output=True,
         text=True,
         check=False,
