@@ -504,11 +504,6 @@ def _lost(path: Path, what: str) -> str:
     )
 
 
-def start_afresh_note(path: Path) -> str:
-    """How to start afresh on purpose, for ``relbot check``."""
-    return f"to start afresh on purpose, delete {path} and {recorded_marker(path)}"
-
-
 _NOT_SQLITE = "it is not an SQLite file; point state at another file, or move it away"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -688,10 +683,6 @@ class OwnerLock:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
-
-    def probe(self) -> None:
-        """Raise :class:`StateFileError` when the lock file cannot be made (takes no lock)."""
-        os.close(self._open())
 
     def _open(self) -> int:
         try:

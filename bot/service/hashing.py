@@ -43,6 +43,12 @@ class StillHashing(StorageError):
         self.size = size
         self.done = done
 
+    @classmethod
+    def of(cls, tag: ReleaseTag, listing: Listing, looked: Looked) -> StillHashing:
+        """What ``looked`` left pending (entries of ``listing``), as the error to raise."""
+        size = sum(listing[p].size for p in looked.pending)
+        return cls(tag, looked.pending, size, looked.done)
+
 
 @dataclass(frozen=True)
 class Looked:

@@ -313,8 +313,7 @@ class Observer:
             path, why = next(iter(sorted(looked.faults.items())))
             raise StorageError(f"{shown(path)} {why}.")
         if looked.pending:
-            size = sum(listing[p].size for p in looked.pending)
-            raise StillHashing(tag, looked.pending, size, looked.done)
+            raise StillHashing.of(tag, listing, looked)
         return looked.digests
 
     async def look_digests(self, tag: ReleaseTag, listing: Listing, paths: Sequence[str]) -> Looked:

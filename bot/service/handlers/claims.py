@@ -32,8 +32,7 @@ async def ready(s: Services, person: str, command: cmd.Ready, state: ReleaseStat
         readiness = await s.observer.readiness(tag, listing, None, state)
         _refuse_problems(s, readiness.role(role), tag)
     if looked.pending:
-        pending = sum(listing[p].size for p in looked.pending)
-        raise StillHashing(tag, looked.pending, pending, looked.done)
+        raise StillHashing.of(tag, listing, looked)
     digests = looked.digests
     snapshot = [
         SnapshotFile(p, listing[p].size, listing[p].mtime, digests[p]).to_json() for p in paths

@@ -48,7 +48,7 @@ from bot.service import windows_index
 from bot.service.connections import Connections
 from bot.service.pipeline import announcing
 from bot.service.release_locks import ReleaseLocks
-from bot.service.render import size_text
+from bot.service.render import count, size_text
 from bot.service.reporter import Reporter
 from bot.service.while_publishing import public_folders
 
@@ -278,10 +278,9 @@ class Tidy:
         if not left:
             return "staged originals removed"
         reasons = _reasons(left)
-        count = "1 file" if len(left) == 1 else f"{len(left)} files"
         await self._reporter.notice(
             plan.tag,
-            f"staging/{plan.tag}: {count} left for their uploaders to remove: "
+            f"staging/{plan.tag}: {count(len(left), 'file')} left for their uploaders to remove: "
             f"{listing(list(left), 10)} ({'; '.join(reasons.values())})",
             mentions=who(run.state.publisher),
         )
