@@ -14,11 +14,11 @@ open that blocks (a FIFO with no writer) is given up after :data:`OPEN_SECONDS`.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from bot.errors import StorageError
 from bot.storage.primitives import Copied, CopyJob, Stamp
-from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
+from bot.storage.ssh import Connection, SshLink, batches, first_line
 
 PROCESSES = 4  # files copied and hashed at once on the server
 OPEN_SECONDS = 3  # how long opening a staged file may block (only a FIFO does)
@@ -75,7 +75,7 @@ def copy_on_server(link: SshLink, conn: Connection, jobs: Sequence[CopyJob]) -> 
     :class:`StorageError` when a copy cannot be written (a full disk), so the freeze is tried
     again as a whole."""
     results: dict[int, Copied] = {}
-    for batch in _batches(list(enumerate(jobs))):
+    for batch in batches(list(enumerate(jobs)), _cost):
         link.requests["copy"] += 1
         status, out, err = link.exec(conn, _script(batch))
         lines = out.decode(errors="replace").splitlines()
@@ -157,16 +157,6 @@ def _ns(text: str) -> int:
     return int(seconds) * 10**9 + int((fraction + "000000000")[:9])
 
 
-def _batches(jobs: list[tuple[int, CopyJob]]) -> Iterable[list[tuple[int, CopyJob]]]:
-    """Split the jobs so each command stays well below the argument limit."""
-    batch: list[tuple[int, CopyJob]] = []
-    size = 0
-    for item in jobs:
-        length = len(item[1].source) + len(item[1].target) + 100
-        if batch and size + length > MAX_COMMAND // 2:
-            yield batch
-            batch, size = [], 0
-        batch.append(item)
-        size += length
-    if batch:
-        yield batch
+def _cost(item: tuple[int, CopyJob]) -> int:
+    """The bytes one job adds to the copy command: its paths, its digest and index."""
+    return len(item[1].source) + len(item[1].target) + 100

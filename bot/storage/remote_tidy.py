@@ -16,7 +16,7 @@ from bot.errors import StorageError
 from bot.storage.local_tidy import Tree
 from bot.storage.primitives import Stamp
 from bot.storage.remote_copy import STAMP
-from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line
+from bot.storage.ssh import Connection, SshLink, batches, first_line
 
 # into NAME [ID]: enter folder NAME of the working folder, never through a link: the folder
 # entered must be the entry lstat saw (and, given, the recorded identity).
@@ -74,9 +74,10 @@ def remove_staged(
     of files, the emptied folders removed by the last one."""
     paths = sorted(files)
     left: dict[str, str] = {}
-    batches = list(_batches(paths))
-    for n, batch in enumerate(batches):
-        script = _script(root, batch, files, folders, prune=n == len(batches) - 1)
+    # A folder's path is repeated in each batch that holds one of its files.
+    split = list(batches(paths, lambda path: 2 * len(path) + 200))
+    for n, batch in enumerate(split):
+        script = _script(root, batch, files, folders, prune=n == len(split) - 1)
         status, out, err = link.exec(conn, script)
         got = out.decode(errors="replace").splitlines()
         if status != 0 or len(got) != len(batch):
@@ -133,18 +134,3 @@ def _stamp(stamp: Stamp) -> str:
 
     ino = "-" if stamp.ino is None else str(stamp.ino)
     return f"{ino}|{stamp.size}|{seconds(stamp.mtime_ns)}|{seconds(stamp.ctime_ns)}"
-
-
-def _batches(paths: list[str]) -> list[list[str]]:
-    """Split the files so each command stays well below the argument limit (a folder's
-    path is repeated in each batch that holds one of its files)."""
-    batches: list[list[str]] = [[]]
-    size = 0
-    for path in paths:
-        length = 2 * len(path) + 200
-        if batches[-1] and size + length > MAX_COMMAND // 2:
-            batches.append([])
-            size = 0
-        batches[-1].append(path)
-        size += length
-    return batches

@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TypeVar
@@ -28,6 +28,22 @@ _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
 KEEPALIVE_SECONDS = 30  # an idle connection between scans is not dropped by a firewall
 MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
+
+
+def batches(items: Sequence[T], cost: Callable[[T], int]) -> Iterator[list[T]]:
+    """Split ``items`` in order so that each command built from a batch stays well below
+    the argument limit (``cost``: the bytes an item adds to the command)."""
+    batch: list[T] = []
+    size = 0
+    for item in items:
+        length = cost(item)
+        if batch and size + length > MAX_COMMAND // 2:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += length
+    if batch:
+        yield batch
 
 
 class SshRefused(StagingUnreachable):
