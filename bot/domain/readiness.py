@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -283,12 +284,14 @@ def sparse_note(size: int, allocated: int) -> str:
 
 
 def _folders(listing: Listing) -> set[str]:
-    """Every folder that holds an entry of ``listing`` (an empty one is listed as ``x/``)."""
+    """Every folder that holds an entry of ``listing``: the parents of each path (an empty
+    folder is listed as ``x/``, whose parent is ``x`` itself)."""
     found: set[str] = set()
     for path in listing:
-        parts = path.rstrip("/").split("/")
-        top = len(parts) if path.endswith("/") else len(parts) - 1
-        found.update("/".join(parts[:i]) for i in range(1, top + 1))
+        folder = posixpath.dirname(path)
+        while folder:
+            found.add(folder)
+            folder = posixpath.dirname(folder)
     return found
 
 

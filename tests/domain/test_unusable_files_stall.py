@@ -10,6 +10,7 @@ import pytest
 from bot.domain.files import CROWDED, RELEASE_FOLDER, SPARSE_FROM, StagedFile
 from bot.domain.profile import GIB, Profile, load_profile
 from bot.domain.readiness import FileStatus, compute_readiness
+from bot.domain.waivers import Waiver
 from tests.domain.test_readiness import T0, TAG, complete_listing, file_of, with_files
 
 TARBALL = "Python-3.14.1.tar.xz"
@@ -120,3 +121,29 @@ def test_a_required_file_a_cut_listing_did_not_reach_is_not_listed(cpython: Prof
 
     assert file_of(readiness, TARBALL).status is FileStatus.NOT_LISTED and readiness.cut
     assert not compute_readiness(cpython, TAG, complete_listing(cpython)).cut
+
+
+@pytest.mark.parametrize("inside", ["x.html", "html/x.html", ""])
+def test_a_folder_named_like_a_required_file_of_a_subfolder_is_not_a_regular_file(
+    cpython: Profile, inside: str
+) -> None:
+    docs = next(f.path for f in cpython.expected(TAG) if f.path.startswith("docs/"))
+    listing = {p: f for p, f in complete_listing(cpython).items() if p != docs}
+    listing[f"{docs}/{inside}"] = StagedFile(f"{docs}/{inside}", 1, T0)
+
+    f = file_of(compute_readiness(cpython, TAG, listing), docs)
+
+    assert f.status is FileStatus.NOT_REGULAR and f.note.startswith("a folder, not a regular file")
+
+
+def test_an_unexpected_file_waived_to_be_published_keeps_why_it_cannot_be(
+    cpython: Profile,
+) -> None:
+    extra = "python-3.14.1-extra.tar.gz"
+    listing = with_files(complete_listing(cpython), StagedFile(extra, 5 * GIB, T0))
+    waived = (Waiver(extra, is_role=False, person="hugo"),)
+
+    readiness = compute_readiness(cpython, TAG, listing, previous=listing, waivers=waived)
+    f = file_of(readiness, extra)
+
+    assert f.status is FileStatus.UNUSABLE and f.note.startswith("5.4 GB, more than the 4.3 GB")
