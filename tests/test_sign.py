@@ -192,6 +192,7 @@ def test_an_expired_token_is_one_sentence(
     code, out = sign(tmp_path, capsys)
     assert code == 1
     assert out.startswith("relbot: No identity token from SIGSTORE_IDENTITY_TOKEN:"), out
+    assert "the token has expired (at " in out, out  # not sigstore's "malformed" for it
     assert len(out.strip().splitlines()) == 1
 
 

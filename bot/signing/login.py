@@ -47,15 +47,20 @@ def token_problem(raw: str, reason: str, *, now: float | None = None) -> str:
     """Why sigstore refused the identity token ``raw``, as the end of a sentence: "has
     expired (at …)" for an expired one, which sigstore reports as "malformed or missing
     claims" like any token it cannot decode; else "is not usable (REASON)"."""
+    return expired(raw, now=now) or f"is not usable ({reason})"
+
+
+def expired(raw: str, *, now: float | None = None) -> str | None:
+    """ "has expired (at …)" when the JWT ``raw`` is past its expiry, else None."""
     expiry = _expiry(raw)
     leeway = 5  # seconds, as sigstore allows for clock skew
-    if expiry is not None and expiry + leeway <= (time.time() if now is None else now):
-        try:
-            at = datetime.datetime.fromtimestamp(expiry, datetime.UTC)
-        except (OverflowError, OSError, ValueError):  # an expiry before any calendar
-            return "has expired"
-        return f"has expired (at {at:%Y-%m-%d %H:%M:%S} UTC)"
-    return f"is not usable ({reason})"
+    if expiry is None or expiry + leeway > (time.time() if now is None else now):
+        return None
+    try:
+        at = datetime.datetime.fromtimestamp(expiry, datetime.UTC)
+    except (OverflowError, OSError, ValueError):  # an expiry before any calendar
+        return "has expired"
+    return f"has expired (at {at:%Y-%m-%d %H:%M:%S} UTC)"
 
 
 def _expiry(raw: str) -> float | None:

@@ -34,6 +34,7 @@ from bot.domain.signing import BUNDLE_SUFFIX, SIDECARS, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError, StorageError
 from bot.ports import SignatureVerifier, Storage
+from bot.signing.login import expired
 from bot.signing.verifier import PINNED_ROOTS, UNDATED, first_line, is_client_trust_config
 
 __all__ = [
@@ -179,6 +180,8 @@ def identity_token(
     except (*_SIGNING_ERRORS, IssuerError) as err:
         where = TOKEN_ENV if raw else "the login"  # a blank variable is no token: not used
         reason = first_line(err, _REASON_LIMIT)
+        if raw and (late := expired(raw)):  # sigstore calls it "malformed or missing claims"
+            reason = f"the token {late}"
         raise RelbotError(f"No identity token from {where}: {reason}.") from err
 
 
