@@ -77,8 +77,12 @@ lint: install
 	$(BIN)/ruff format --check bot adapters tests bench
 	$(BIN)/mypy --strict bot adapters tests
 
+# The tests run in $(TEST_WORKERS) worker processes (pytest-xdist): most of a test's time is
+# waiting on a server, a subprocess or a deadline, so more workers than cores pay.
+# `make test TEST_WORKERS=0` runs them in this one process.
+TEST_WORKERS ?= 6
 test: install system-deps lint
-	$(BIN)/pytest
+	$(BIN)/pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
 
 bench: install system-deps
 	$(BIN)/python bench/promotion_bench.py

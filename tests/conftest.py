@@ -258,3 +258,21 @@ def ascii_locale() -> Iterator[None]:
         yield
     finally:
         locale.setlocale(locale.LC_CTYPE, before)
+
+
+def uses_pythondotorg(item: pytest.Item) -> bool:
+    """Whether ``item`` runs python.org's own app: through its session fixture, or as the
+    ``real`` side of tests/registry's ``pydotorg`` fixture (which asks for it by name)."""
+    if "pythondotorg_app" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("pydotorg") == "real"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``make test`` runs the tests in several workers (pytest-xdist, ``--dist loadgroup``):
+    the tests of python.org's app go to one of them, which starts the app (PostgreSQL and
+    Django, the costliest server of the suite) once for all."""
+    for item in items:
+        if uses_pythondotorg(item):
+            item.add_marker(pytest.mark.xdist_group("pythondotorg"))

@@ -332,11 +332,12 @@ def unpacked(archive: Path, sha256: str, name: str) -> Path:
     cache = cache_root() / f"{name}-{sha256[:16]}"
     cache.mkdir(parents=True, exist_ok=True)
     source = cache / "src"
-    if not source.exists():
-        with tempfile.TemporaryDirectory(dir=cache) as tmp, tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="data")
-            (top,) = Path(tmp).iterdir()
-            top.rename(source)
+    with _locked(cache):  # test workers unpack it once between them
+        if not source.exists():
+            with tempfile.TemporaryDirectory(dir=cache) as tmp, tarfile.open(archive) as tar:
+                tar.extractall(tmp, filter="data")
+                (top,) = Path(tmp).iterdir()
+                top.rename(source)
     return cache
 
 

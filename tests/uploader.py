@@ -21,6 +21,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from tests.machine_lock import machine_lock
 from tests.sshd import SshServer
 
 NAME = "relbot-uploader"
@@ -71,7 +72,9 @@ class Uploader:
         reads it there, as the uploader)."""
         ssh = self.home / ".ssh"
         key = ssh / "relbot-test-key"
-        if not key.exists():
+        with machine_lock("accounts"):
+            if key.exists():
+                return key
             ssh.mkdir(mode=0o700, exist_ok=True)
             subprocess.run(
                 ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.name, "-f", key],
@@ -80,7 +83,7 @@ class Uploader:
             with (ssh / "authorized_keys").open("a") as f:
                 f.write(key.with_suffix(".pub").read_text())
             subprocess.run(["chown", "-R", f"{self.uid}:{self.gid}", str(ssh)], check=True)
-        return key
+            return key
 
     @contextlib.contextmanager
     def sftp(self, server: SshServer) -> Iterator[paramiko.SFTPClient]:
@@ -105,6 +108,11 @@ class Uploader:
 
 def ensure_uploader() -> Uploader:
     """The uploader's account, created when missing (by this test run or an earlier one)."""
+    with machine_lock("accounts"):
+        return _ensure_uploader()
+
+
+def _ensure_uploader() -> Uploader:
     try:
         entry = pwd.getpwnam(NAME)
     except KeyError:

@@ -30,6 +30,7 @@ from bot.storage.primitives import Copied, CopyJob
 from bot.storage.remote_copy import OPEN_SECONDS
 from bot.storage.sftp import SftpStorage
 from tests.conftest import World
+from tests.machine_lock import machine_lock
 from tests.sshd import SshServer
 from tests.storage.conftest import Backend, on_fs, plan_for, publish, sftp_storage
 from tests.storage.uploader_swaps import IN_NONBLOCK, libc
@@ -234,12 +235,18 @@ def bot_account(sshd: SshServer | None = None) -> pwd.struct_passwd:
     """A second non-root account, the bot's own (as on python.org): it can read the
     uploaders' files but not remove them from their folders. With ``sshd``: it logs in
     there with the test client's key (sshd reads a user's keys as that user)."""
-    account = _account()
-    if sshd is not None:
-        ssh = Path(account.pw_dir) / ".ssh"
-        ssh.mkdir(mode=0o700, exist_ok=True)
-        (ssh / "authorized_keys").write_text(sshd.client_key.with_suffix(".pub").read_text())
-        subprocess.run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", ssh], check=True)
+    with machine_lock("accounts"):
+        account = _account()
+        if sshd is not None:
+            # Added, not written over: each test worker's sshd has a client key of its own.
+            ssh = Path(account.pw_dir) / ".ssh"
+            ssh.mkdir(mode=0o700, exist_ok=True)
+            keys = ssh / "authorized_keys"
+            known = keys.read_text() if keys.exists() else ""
+            key = sshd.client_key.with_suffix(".pub").read_text()
+            if key not in known:
+                keys.write_text(known + key)
+            subprocess.run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", ssh], check=True)
     return account
 
 

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from bot.storage.sftp import SftpStorage
+from tests.machine_lock import machine_lock
 from tests.mounts import tmpfs
 from tests.sshd import SshServer
 from tests.storage.conftest import as_uploader, sftp_storage, staging_and_public
@@ -25,6 +26,11 @@ LEGACY = b"relbot-\xe9quipe"  # a group name in Latin-1, as on an old server: no
 def uploader_in(uploader: Uploader, group: str | bytes) -> None:
     """The uploader in ``group`` besides its own group (made once and kept, like the
     account): a second group, which ``id -gn`` does not show and ``id -Gn`` does."""
+    with machine_lock("accounts"):
+        _uploader_in(uploader, group)
+
+
+def _uploader_in(uploader: Uploader, group: str | bytes) -> None:
     name = os.fsdecode(group)  # as the grp module reads /etc/group
     try:
         members = grp.getgrnam(name).gr_mem
