@@ -33,10 +33,10 @@ from paramiko.sftp import (
 )
 
 from bot.errors import StorageError
-from bot.storage import remote_tidy
+from bot.storage import remote_stat, remote_tidy
 from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
-from bot.storage.remote_copy import copy_on_server, parse_stamp, stamp_command
-from bot.storage.remote_hash import RemoteHasher, chunks
+from bot.storage.remote_copy import copy_on_server
+from bot.storage.remote_hash import RemoteHasher
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
 from bot.storage.walk import Dirent, Walked, walk
 
@@ -83,10 +83,7 @@ class SftpFs:
     def uid(self) -> int:
         if self.conn.uid is None:
             if self._exec:
-                status, out, err = self.ssh.exec(self.conn, "id -u")
-                if status != 0:
-                    raise StorageError(f"Cannot learn the bot's uid: {first_line(err)}.")
-                self.conn.uid = int(out.strip())
+                self.conn.uid = remote_stat.login_uid(self.ssh, self.conn)
             else:  # the login folder is the user's own
                 attr = self.conn.sftp.stat(self.conn.sftp.normalize("."))
                 self.conn.uid = attr.st_uid or 0
@@ -108,58 +105,14 @@ class SftpFs:
             return {}
         if not self._exec:  # SFTP's attributes: no inode
             return {path: self.lstat(path) for path in paths}
-        found: dict[str, Entry | None] = dict.fromkeys(paths)
-        for chunk in chunks(list(paths)):
-            # One stat for the whole chunk: a record per path that exists, named, so an
-            # absent path is simply not there (stat says so on stderr, exit status 1).
-            quoted = " ".join(shlex.quote(p) for p in chunk)
-            status, out, err = self.ssh.exec(
-                self.conn, f"LC_ALL=C stat --printf '%f %u %s %i %n\\0' -- {quoted}"
-            )
-            for record in out.split(b"\0")[:-1]:
-                mode, uid, size, ino, name = record.decode(errors="surrogateescape").split(" ", 4)
-                found[name] = Entry(int(mode, 16), int(uid), int(size), int(ino))
-            absent = sum(entry is None for p, entry in found.items() if p in chunk)
-            if status != 0 and err.count(b"No such file or directory") < absent:
-                why = first_line(err) or "no output"
-                raise StorageError(f"Cannot look at files on {self.where}: {why}.")
-        return found
+        return remote_stat.identities(self.ssh, self.conn, paths)
 
     def stamps(self, paths: Sequence[str]) -> dict[str, Stamp | None]:
         if not paths:
             return {}
-        found: dict[str, Stamp | None] = {}
         if not self._exec:  # no inode, no ctime: only a hash can tell a rewrite
-            for path in paths:
-                attr = self.trips.lstat(self.conn, path)
-                regular = attr is not None and stat.S_ISREG(attr.st_mode or 0)
-                found[path] = (
-                    Stamp(None, attr.st_size or 0, int(attr.st_mtime or 0) * 10**9, None)
-                    if attr is not None and regular
-                    else None
-                )
-            return found
-        for path, line in zip(paths, self._lines(paths, stamp_command()), strict=True):
-            found[path] = parse_stamp(line)
-        return found
-
-    def _lines(self, paths: Sequence[str], command: str) -> list[str]:
-        """One line of ``command`` (shell, the path in ``$p``) per path, in one command on
-        the server per batch."""
-        lines: list[str] = []
-        for chunk in chunks(list(paths)):
-            quoted = " ".join(shlex.quote(p) for p in chunk)
-            status, out, err = self.ssh.exec(
-                self.conn, f"export LC_ALL=C; for p in {quoted}; do {command}; done"
-            )
-            got = out.decode(errors="replace").splitlines()
-            if status != 0 or len(got) != len(chunk):
-                raise StorageError(
-                    f"Cannot look at files on {self.where}: "
-                    f"{first_line(err) or 'unexpected output'}."
-                )
-            lines += got
-        return lines
+            return {path: _stamp(self.trips.lstat(self.conn, path)) for path in paths}
+        return remote_stat.stamps(self.ssh, self.conn, paths)
 
     def rename(self, source: str, target: str) -> None:
         self.requests["rename"] += 1
@@ -385,6 +338,16 @@ class SftpFs:
 
 def _entry(attr: paramiko.SFTPAttributes) -> Entry:
     return Entry(attr.st_mode or 0, attr.st_uid or 0, attr.st_size or 0)
+
+
+def _stamp(attr: paramiko.SFTPAttributes | None) -> Stamp | None:
+    """A regular file's stamp from SFTP's attributes (whole seconds), else None."""
+    regular = attr is not None and stat.S_ISREG(attr.st_mode or 0)
+    return (
+        Stamp(None, attr.st_size or 0, int(attr.st_mtime or 0) * 10**9, None)
+        if attr is not None and regular
+        else None
+    )
 
 
 def listdir(link: SshLink, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:
