@@ -13,7 +13,6 @@ failures it turns into the storage's errors.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import posixpath
 import shlex
@@ -33,8 +32,8 @@ from paramiko.sftp import (
 )
 
 from bot.errors import StorageError
-from bot.storage import remote_stat, remote_tidy
-from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
+from bot.storage import remote_stat, remote_tidy, sftp_stream
+from bot.storage.primitives import Copied, CopyJob, Entry, Move, Stamp, Touched
 from bot.storage.remote_copy import copy_on_server
 from bot.storage.remote_hash import RemoteHasher
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
@@ -224,12 +223,8 @@ class SftpFs:
         return self.hasher.hash(self.conn, paths)  # afresh, where they are now
 
     def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
-        if not self._exec:
-            # The copies are written through an SFTP session of their own: on the session
-            # that reads, paramiko's read-ahead thread raced the writes' replies and the
-            # server dropped the connection now and then (4 runs in 25 of a 4 MiB copy).
-            with self.conn.client.open_sftp() as writer:
-                return [self._stream(job, writer) for job in jobs]
+        if not self._exec:  # the bytes come through the bot
+            return sftp_stream.copy(self.ssh, self.conn, self.trips.lstat, jobs)
         return copy_on_server(self.ssh, self.conn, jobs)
 
     def folder_ids(self, root: str, folders: Sequence[str]) -> dict[str, str]:
@@ -248,39 +243,6 @@ class SftpFs:
         if not files:
             return {}
         return remote_tidy.remove_staged(self.ssh, self.conn, root, files, folders)
-
-    def _stream(self, job: CopyJob, writer: paramiko.SFTPClient) -> Copied:
-        """Without exec: the bytes come through the bot and go back, hashed as they are
-        written (slow, but the copy is still the bot's and its hash is of what it wrote)."""
-        sftp = self.conn.sftp
-        before = self.trips.lstat(self.conn, job.source)
-        if before is None:
-            return Copied("is missing")
-        if not stat.S_ISREG(before.st_mode or 0):
-            return Copied("is not a regular file")
-        part = f"{job.target}.part"
-        h = hashlib.sha256()
-        self.requests["download"] += 1
-        try:
-            with sftp.open(job.source, "rb") as src:
-                opened = src.stat()
-                if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
-                    return Copied("is not a regular file")  # swapped since the lstat
-                with writer.open(part, "wb") as out:  # only now: nothing is left if swapped
-                    src.prefetch(opened.st_size)
-                    while chunk := src.read(1 << 20):
-                        h.update(chunk)
-                        out.write(chunk)
-            sftp.chmod(part, FILE_MODE)
-        except FileNotFoundError:
-            return Copied("is missing")
-        digest = h.hexdigest()
-        if digest != job.sha256:
-            sftp.remove(part)
-            return Copied("changed", digest)
-        sftp.posix_rename(part, job.target)
-        size, mtime = before.st_size or 0, int(before.st_mtime or 0) * 10**9
-        return Copied("", digest, Stamp(None, size, mtime, None))
 
     def read_small(self, path: str, limit: int) -> bytes | None:
         """A small file on the server, whole, or None when absent (never through a symlink);
