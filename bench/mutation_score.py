@@ -169,6 +169,7 @@ SUITES = {
                 "sftp_check",
                 "sftp_files",
                 "sftp_fs",
+                "sftp_small",
                 "sftp_stream",
                 "ssh",
             )

@@ -1,7 +1,13 @@
 """The filesystem interface (:class:`bot.storage.primitives.FileSystem`) over one SFTP
 connection: what :class:`bot.storage.sftp.SftpStorage` runs the storage algorithms over.
-Hashing, copying, identities and the batch of no-clobber moves happen on the server, one
-command per batch, where the server lets the bot run commands.
+Hashing, copying, identities, stamps and the batch of no-clobber moves happen on the server,
+one command per batch, where the server lets the bot run commands; :class:`SftpFs` makes
+that choice, and the work of each way lives with its concern: what the server's commands say
+about paths (:mod:`bot.storage.remote_stat`), the copies made there
+(:mod:`bot.storage.remote_copy`) or through the bot (:mod:`bot.storage.sftp_stream`), the
+hashes (:mod:`bot.storage.remote_hash`), the tidy of staging
+(:mod:`bot.storage.remote_tidy`), and the small files read and written whole
+(:mod:`bot.storage.sftp_small`).
 
 The round trips that tests replace to inject faults (a listing, an ``lstat``, a hard link, a
 rename, the batch of moves) are callables it is given (:class:`RoundTrips`); the module's own
@@ -32,7 +38,7 @@ from paramiko.sftp import (
 )
 
 from bot.errors import StorageError
-from bot.storage import remote_stat, remote_tidy, sftp_stream
+from bot.storage import remote_stat, remote_tidy, sftp_small, sftp_stream
 from bot.storage.primitives import Copied, CopyJob, Entry, Move, Stamp, Touched
 from bot.storage.remote_copy import copy_on_server
 from bot.storage.remote_hash import RemoteHasher
@@ -56,8 +62,8 @@ class RoundTrips:
 
 class SftpFs:
     """The filesystem interface over one SFTP connection; ``group``: the group published
-    files get (needs exec). Over 250 lines because it is every primitive of
-    :class:`bot.storage.primitives.FileSystem`, each with its SFTP error handling."""
+    files get (needs exec). Each primitive with its SFTP error handling, and the choice,
+    where it matters, between the server's own commands and SFTP alone (see the module)."""
 
     def __init__(
         self,
@@ -91,6 +97,15 @@ class SftpFs:
     def lstat(self, path: str) -> Entry | None:
         attr = self.trips.lstat(self.conn, path)
         return None if attr is None else _entry(attr)
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
+        """What ``path`` points to (symlinks followed), or None when nothing is there: not
+        a primitive of the interface, the storage check's look at the configured roots."""
+        self.requests["stat"] += 1
+        try:
+            return self.conn.sftp.stat(path)
+        except FileNotFoundError:
+            return None
 
     def listdir(self, path: str) -> dict[str, Entry] | None:
         try:
@@ -245,57 +260,19 @@ class SftpFs:
         return remote_tidy.remove_staged(self.ssh, self.conn, root, files, folders)
 
     def read_small(self, path: str, limit: int) -> bytes | None:
-        """A small file on the server, whole, or None when absent (never through a symlink);
-        StorageError when it is not a regular file or larger than ``limit`` bytes."""
-        attr = self.trips.lstat(self.conn, path)
-        if attr is None:
-            return None
-        if not stat.S_ISREG(attr.st_mode or 0):
-            raise StorageError(f"{path} on {self.where} is not a regular file.")
-        self.requests["read"] += 1
-        with self.conn.sftp.open(path, "rb") as f:
-            # A FIFO swapped in since the lstat would have blocked the open on the server
-            # until the read deadline; anything but a regular file is never read.
-            if not stat.S_ISREG(f.stat().st_mode or 0):
-                raise StorageError(f"{path} on {self.where} is not a regular file.")
-            data: bytes = f.read(limit + 1)
-        if len(data) > limit:
-            raise StorageError(f"{path} on {self.where} is larger than {limit:,} bytes.")
-        return data
+        return sftp_small.read(self.ssh, self.conn, self.trips.lstat, path, limit)
 
     def write_small(self, path: str, data: bytes) -> None:
-        temp = f"{path}.new"
-        self.requests["write"] += 1
-        with self.conn.sftp.open(temp, "wb") as f:
-            f.write(data)
-        self.conn.sftp.posix_rename(temp, path)
+        sftp_small.write(self.ssh, self.conn, path, data)
 
     def create_small(self, path: str, data: bytes) -> bool:
-        self.requests["write"] += 1
-        try:
-            with self.conn.sftp.open(path, "wx") as f:  # SFTP's O_CREAT | O_EXCL
-                f.write(data)
-        except FileNotFoundError:
-            raise
-        except OSError:
-            if not self.conn.alive:
-                raise
-            return False  # it exists (SFTP v3 says only "failure")
-        return True
+        return sftp_small.create(self.ssh, self.conn, path, data)
 
     def pin(self, path: str) -> bool | None:
         return None  # SFTP has no locks
 
     def unpin(self, path: str) -> None:
         return None
-
-    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
-        """What ``path`` points to (symlinks followed), or None when nothing is there."""
-        self.requests["stat"] += 1
-        try:
-            return self.conn.sftp.stat(path)
-        except FileNotFoundError:
-            return None
 
 
 def _entry(attr: paramiko.SFTPAttributes) -> Entry:
