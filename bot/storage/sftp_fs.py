@@ -14,7 +14,8 @@ rename, the batch of moves) are callables it is given (:class:`RoundTrips`); the
 functions are the real ones.
 
 Over 400 lines because every primitive of the interface is here, each with the SFTP
-failures it turns into the storage's errors.
+failures it turns into the storage's errors, and so are the real round trips tests replace
+(among them a listing that keeps names that are not UTF-8, and the script of the moves).
 """
 
 from __future__ import annotations
