@@ -164,10 +164,13 @@ SUITES = {
                 "primitives",
                 "remote_copy",
                 "remote_hash",
+                "remote_stat",
                 "sftp",
                 "sftp_check",
                 "sftp_files",
                 "sftp_fs",
+                "sftp_small",
+                "sftp_stream",
                 "ssh",
             )
         ],

@@ -1,19 +1,25 @@
 """The filesystem interface (:class:`bot.storage.primitives.FileSystem`) over one SFTP
 connection: what :class:`bot.storage.sftp.SftpStorage` runs the storage algorithms over.
-Hashing, copying, identities and the batch of no-clobber moves happen on the server, one
-command per batch, where the server lets the bot run commands.
+Hashing, copying, identities, stamps and the batch of no-clobber moves happen on the server,
+one command per batch, where the server lets the bot run commands; :class:`SftpFs` makes
+that choice, and the work of each way lives with its concern: what the server's commands say
+about paths (:mod:`bot.storage.remote_stat`), the copies made there
+(:mod:`bot.storage.remote_copy`) or through the bot (:mod:`bot.storage.sftp_stream`), the
+hashes (:mod:`bot.storage.remote_hash`), the tidy of staging
+(:mod:`bot.storage.remote_tidy`), and the small files read and written whole
+(:mod:`bot.storage.sftp_small`).
 
 The round trips that tests replace to inject faults (a listing, an ``lstat``, a hard link, a
 rename, the batch of moves) are callables it is given (:class:`RoundTrips`); the module's own
 functions are the real ones.
 
 Over 400 lines because every primitive of the interface is here, each with the SFTP
-failures it turns into the storage's errors.
+failures it turns into the storage's errors, and so are the real round trips tests replace
+(among them a listing that keeps names that are not UTF-8, and the script of the moves).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import posixpath
 import shlex
@@ -33,10 +39,10 @@ from paramiko.sftp import (
 )
 
 from bot.errors import StorageError
-from bot.storage import remote_tidy
-from bot.storage.primitives import FILE_MODE, Copied, CopyJob, Entry, Move, Stamp, Touched
-from bot.storage.remote_copy import copy_on_server, parse_stamp, stamp_command
-from bot.storage.remote_hash import RemoteHasher, chunks
+from bot.storage import remote_stat, remote_tidy, sftp_small, sftp_stream
+from bot.storage.primitives import Copied, CopyJob, Entry, Move, Stamp, Touched
+from bot.storage.remote_copy import copy_on_server
+from bot.storage.remote_hash import RemoteHasher
 from bot.storage.ssh import MAX_COMMAND, Connection, SshLink, first_line, reason
 from bot.storage.walk import Dirent, Walked, walk
 
@@ -57,8 +63,8 @@ class RoundTrips:
 
 class SftpFs:
     """The filesystem interface over one SFTP connection; ``group``: the group published
-    files get (needs exec). Over 250 lines because it is every primitive of
-    :class:`bot.storage.primitives.FileSystem`, each with its SFTP error handling."""
+    files get (needs exec). Each primitive with its SFTP error handling, and the choice,
+    where it matters, between the server's own commands and SFTP alone (see the module)."""
 
     def __init__(
         self,
@@ -83,10 +89,7 @@ class SftpFs:
     def uid(self) -> int:
         if self.conn.uid is None:
             if self._exec:
-                status, out, err = self.ssh.exec(self.conn, "id -u")
-                if status != 0:
-                    raise StorageError(f"Cannot learn the bot's uid: {first_line(err)}.")
-                self.conn.uid = int(out.strip())
+                self.conn.uid = remote_stat.login_uid(self.ssh, self.conn)
             else:  # the login folder is the user's own
                 attr = self.conn.sftp.stat(self.conn.sftp.normalize("."))
                 self.conn.uid = attr.st_uid or 0
@@ -95,6 +98,15 @@ class SftpFs:
     def lstat(self, path: str) -> Entry | None:
         attr = self.trips.lstat(self.conn, path)
         return None if attr is None else _entry(attr)
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
+        """What ``path`` points to (symlinks followed), or None when nothing is there: not
+        a primitive of the interface, the storage check's look at the configured roots."""
+        self.requests["stat"] += 1
+        try:
+            return self.conn.sftp.stat(path)
+        except FileNotFoundError:
+            return None
 
     def listdir(self, path: str) -> dict[str, Entry] | None:
         try:
@@ -108,58 +120,14 @@ class SftpFs:
             return {}
         if not self._exec:  # SFTP's attributes: no inode
             return {path: self.lstat(path) for path in paths}
-        found: dict[str, Entry | None] = dict.fromkeys(paths)
-        for chunk in chunks(list(paths)):
-            # One stat for the whole chunk: a record per path that exists, named, so an
-            # absent path is simply not there (stat says so on stderr, exit status 1).
-            quoted = " ".join(shlex.quote(p) for p in chunk)
-            status, out, err = self.ssh.exec(
-                self.conn, f"LC_ALL=C stat --printf '%f %u %s %i %n\\0' -- {quoted}"
-            )
-            for record in out.split(b"\0")[:-1]:
-                mode, uid, size, ino, name = record.decode(errors="surrogateescape").split(" ", 4)
-                found[name] = Entry(int(mode, 16), int(uid), int(size), int(ino))
-            absent = sum(entry is None for p, entry in found.items() if p in chunk)
-            if status != 0 and err.count(b"No such file or directory") < absent:
-                why = first_line(err) or "no output"
-                raise StorageError(f"Cannot look at files on {self.where}: {why}.")
-        return found
+        return remote_stat.identities(self.ssh, self.conn, paths)
 
     def stamps(self, paths: Sequence[str]) -> dict[str, Stamp | None]:
         if not paths:
             return {}
-        found: dict[str, Stamp | None] = {}
         if not self._exec:  # no inode, no ctime: only a hash can tell a rewrite
-            for path in paths:
-                attr = self.trips.lstat(self.conn, path)
-                regular = attr is not None and stat.S_ISREG(attr.st_mode or 0)
-                found[path] = (
-                    Stamp(None, attr.st_size or 0, int(attr.st_mtime or 0) * 10**9, None)
-                    if attr is not None and regular
-                    else None
-                )
-            return found
-        for path, line in zip(paths, self._lines(paths, stamp_command()), strict=True):
-            found[path] = parse_stamp(line)
-        return found
-
-    def _lines(self, paths: Sequence[str], command: str) -> list[str]:
-        """One line of ``command`` (shell, the path in ``$p``) per path, in one command on
-        the server per batch."""
-        lines: list[str] = []
-        for chunk in chunks(list(paths)):
-            quoted = " ".join(shlex.quote(p) for p in chunk)
-            status, out, err = self.ssh.exec(
-                self.conn, f"export LC_ALL=C; for p in {quoted}; do {command}; done"
-            )
-            got = out.decode(errors="replace").splitlines()
-            if status != 0 or len(got) != len(chunk):
-                raise StorageError(
-                    f"Cannot look at files on {self.where}: "
-                    f"{first_line(err) or 'unexpected output'}."
-                )
-            lines += got
-        return lines
+            return {path: _stamp(self.trips.lstat(self.conn, path)) for path in paths}
+        return remote_stat.stamps(self.ssh, self.conn, paths)
 
     def rename(self, source: str, target: str) -> None:
         self.requests["rename"] += 1
@@ -271,12 +239,8 @@ class SftpFs:
         return self.hasher.hash(self.conn, paths)  # afresh, where they are now
 
     def copy(self, jobs: Sequence[CopyJob]) -> list[Copied]:
-        if not self._exec:
-            # The copies are written through an SFTP session of their own: on the session
-            # that reads, paramiko's read-ahead thread raced the writes' replies and the
-            # server dropped the connection now and then (4 runs in 25 of a 4 MiB copy).
-            with self.conn.client.open_sftp() as writer:
-                return [self._stream(job, writer) for job in jobs]
+        if not self._exec:  # the bytes come through the bot
+            return sftp_stream.copy(self.ssh, self.conn, self.trips.lstat, jobs)
         return copy_on_server(self.ssh, self.conn, jobs)
 
     def folder_ids(self, root: str, folders: Sequence[str]) -> dict[str, str]:
@@ -296,77 +260,14 @@ class SftpFs:
             return {}
         return remote_tidy.remove_staged(self.ssh, self.conn, root, files, folders)
 
-    def _stream(self, job: CopyJob, writer: paramiko.SFTPClient) -> Copied:
-        """Without exec: the bytes come through the bot and go back, hashed as they are
-        written (slow, but the copy is still the bot's and its hash is of what it wrote)."""
-        sftp = self.conn.sftp
-        before = self.trips.lstat(self.conn, job.source)
-        if before is None:
-            return Copied("is missing")
-        if not stat.S_ISREG(before.st_mode or 0):
-            return Copied("is not a regular file")
-        part = f"{job.target}.part"
-        h = hashlib.sha256()
-        self.requests["download"] += 1
-        try:
-            with sftp.open(job.source, "rb") as src:
-                opened = src.stat()
-                if not stat.S_ISREG(opened.st_mode or 0) or opened.st_uid != before.st_uid:
-                    return Copied("is not a regular file")  # swapped since the lstat
-                with writer.open(part, "wb") as out:  # only now: nothing is left if swapped
-                    src.prefetch(opened.st_size)
-                    while chunk := src.read(1 << 20):
-                        h.update(chunk)
-                        out.write(chunk)
-            sftp.chmod(part, FILE_MODE)
-        except FileNotFoundError:
-            return Copied("is missing")
-        digest = h.hexdigest()
-        if digest != job.sha256:
-            sftp.remove(part)
-            return Copied("changed", digest)
-        sftp.posix_rename(part, job.target)
-        size, mtime = before.st_size or 0, int(before.st_mtime or 0) * 10**9
-        return Copied("", digest, Stamp(None, size, mtime, None))
-
     def read_small(self, path: str, limit: int) -> bytes | None:
-        """A small file on the server, whole, or None when absent (never through a symlink);
-        StorageError when it is not a regular file or larger than ``limit`` bytes."""
-        attr = self.trips.lstat(self.conn, path)
-        if attr is None:
-            return None
-        if not stat.S_ISREG(attr.st_mode or 0):
-            raise StorageError(f"{path} on {self.where} is not a regular file.")
-        self.requests["read"] += 1
-        with self.conn.sftp.open(path, "rb") as f:
-            # A FIFO swapped in since the lstat would have blocked the open on the server
-            # until the read deadline; anything but a regular file is never read.
-            if not stat.S_ISREG(f.stat().st_mode or 0):
-                raise StorageError(f"{path} on {self.where} is not a regular file.")
-            data: bytes = f.read(limit + 1)
-        if len(data) > limit:
-            raise StorageError(f"{path} on {self.where} is larger than {limit:,} bytes.")
-        return data
+        return sftp_small.read(self.ssh, self.conn, self.trips.lstat, path, limit)
 
     def write_small(self, path: str, data: bytes) -> None:
-        temp = f"{path}.new"
-        self.requests["write"] += 1
-        with self.conn.sftp.open(temp, "wb") as f:
-            f.write(data)
-        self.conn.sftp.posix_rename(temp, path)
+        sftp_small.write(self.ssh, self.conn, path, data)
 
     def create_small(self, path: str, data: bytes) -> bool:
-        self.requests["write"] += 1
-        try:
-            with self.conn.sftp.open(path, "wx") as f:  # SFTP's O_CREAT | O_EXCL
-                f.write(data)
-        except FileNotFoundError:
-            raise
-        except OSError:
-            if not self.conn.alive:
-                raise
-            return False  # it exists (SFTP v3 says only "failure")
-        return True
+        return sftp_small.create(self.ssh, self.conn, path, data)
 
     def pin(self, path: str) -> bool | None:
         return None  # SFTP has no locks
@@ -374,17 +275,19 @@ class SftpFs:
     def unpin(self, path: str) -> None:
         return None
 
-    def stat(self, path: str) -> paramiko.SFTPAttributes | None:
-        """What ``path`` points to (symlinks followed), or None when nothing is there."""
-        self.requests["stat"] += 1
-        try:
-            return self.conn.sftp.stat(path)
-        except FileNotFoundError:
-            return None
-
 
 def _entry(attr: paramiko.SFTPAttributes) -> Entry:
     return Entry(attr.st_mode or 0, attr.st_uid or 0, attr.st_size or 0)
+
+
+def _stamp(attr: paramiko.SFTPAttributes | None) -> Stamp | None:
+    """A regular file's stamp from SFTP's attributes (whole seconds), else None."""
+    regular = attr is not None and stat.S_ISREG(attr.st_mode or 0)
+    return (
+        Stamp(None, attr.st_size or 0, int(attr.st_mtime or 0) * 10**9, None)
+        if attr is not None and regular
+        else None
+    )
 
 
 def listdir(link: SshLink, conn: Connection, folder: str) -> list[paramiko.SFTPAttributes]:

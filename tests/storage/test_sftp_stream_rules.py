@@ -1,9 +1,9 @@
 """Rules of the bot's copies over an SFTP server that allows no commands (ForceCommand
 internal-sftp): each byte comes through the bot and goes back, hashed as it is written
-(bot/storage/sftp_fs.py, ``SftpFs._stream``). What a confirmation's freeze says about a file
-that changed, went missing or was swapped since the lstat, what is left in the bot's work
-folder, and the stamp of each original that lets the tidy remove it once public. Against the
-real OpenSSH server on loopback (server paths are this machine's paths)."""
+(bot/storage/sftp_stream.py). What a confirmation's freeze says about a file that changed,
+went missing or was swapped since the lstat, what is left in the bot's work folder, and the
+stamp of each original that lets the tidy remove it once public. Against the real OpenSSH
+server on loopback (server paths are this machine's paths)."""
 
 from __future__ import annotations
 

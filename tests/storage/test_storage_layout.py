@@ -11,7 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 STORAGE = ROOT / "bot" / "storage"
 ALGORITHMS = ("freezer", "promotion", "workarea", "aside", "lock")
-BACKENDS = ("local", "local_fs", "sftp", "sftp_fs", "sftp_files", "sftp_check", "ssh")
+BACKENDS = (
+    *("local", "local_fs", "sftp", "sftp_fs", "sftp_files", "sftp_check", "ssh"),
+    *("remote_stat", "sftp_small", "sftp_stream"),  # parts of sftp_fs, by concern
+)
 # paramiko has no public call for OpenSSH's hardlink extension nor for a listing that keeps
 # names that are not UTF-8: those two uses of its internals are said where they are made.
 PARAMIKO_INTERNALS = {"sftp._request", "sftp._adjust_cwd", "attributes._from_msg"}
