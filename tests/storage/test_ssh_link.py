@@ -22,7 +22,6 @@ from bot.storage import ssh
 from bot.storage.ssh import Connection, Endpoint, SshLink
 from tests.sshd import SshServer, _descendants
 
-
 # Each read's deadline: short, as a test of a command that never ends waits for it, yet not so
 # short that sshd, on a machine busy with the other test workers, misses it for an answer.
 IO_TIMEOUT = 3
