@@ -1,0 +1,191 @@
+"""Release day: five releases of five branches staged over SFTP and published in one afternoon.
+
+    .venv/bin/python bench/release_day.py [--gb 1.5] [--spread 60]
+
+Two bugfix releases (3.15.1, 3.14.2: source, docs, Windows, macOS and Android files, with
+``--gb`` gigabytes each shared by their installers and tarballs) and three security releases
+(3.13.11, 3.12.13, 3.11.15: source and docs), with their real file lists from the cpython
+profile, are staged in a folder served by a real sshd on 127.0.0.1 (the tests' server) and
+made ready by their roles over Slack (the real Bolt app in HTTP mode, against the tests'
+mock of Slack's API). Three release managers then click their Publish buttons within
+``--spread`` seconds (0: all in the same instant). While they publish, ``/status`` and the
+release board are asked again and again.
+
+Prints, per release, the time from its click to its "Published" answer; the whole day from
+the first click to the last answer; the storage's round trips of one scan with five releases
+open; and the latency of ``/status`` (no tag) and of the board's front page during the
+publishes. Not a test; everything lives in a temporary folder removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from adapters.slack.platform import SlackPlatform
+from bot.domain.tags import ReleaseTag
+from bot.metrics import Metrics
+from bot.storage.sftp import SftpStorage
+from bot.web.board_routes import BoardRoutes
+from bot.web.health import HealthServer
+from tests.slack.conftest import BOT_TOKEN, CHANNEL, NED, SIGNING_SECRET, STEVE, Workspace
+from tests.slack.conftest import release_workspace as slack_workspace
+from tests.slack.test_slack import publish_button
+from tests.slack.test_slack_release_day import DAY, HUGO, PABLO, THOMAS, DayWorld
+from tests.sshd import SshServer
+from tests.storage.conftest import sftp_storage
+
+BUGFIX = ("3.15.1", "3.14.2")
+BLOCK = random.Random(0).randbytes(1 << 20)  # 1 MiB of noise, written again and again
+
+
+class SftpDayWorld(DayWorld):
+    """The day's team, its staging and public folders served by ``server`` over SFTP."""
+
+    server: SshServer
+
+    def make_storage(self) -> Any:
+        return sftp_storage(self.server, self.staging, self.public)
+
+
+def make_big(world: DayWorld, tag: str, gb: float) -> int:
+    """The release's installers and tarballs share ``gb`` gigabytes; returns the bytes."""
+    parsed = ReleaseTag.parse(tag)
+    big = [
+        e.path
+        for e in world.profile.expected(parsed)
+        if e.path.endswith((".tgz", ".tar.xz", ".exe", ".pkg", ".tar.gz", ".zip"))
+        and "/" not in e.path
+    ]
+    each = int(gb * (1 << 30)) // len(big)
+    for path in big:
+        with open(world.staging / tag / path, "wb") as f:
+            left = each
+            while left > 0:
+                f.write(BLOCK[: min(left, len(BLOCK))])
+                left -= len(BLOCK)
+    return each * len(big)
+
+
+async def timed_get(session: aiohttp.ClientSession, url: str) -> float:
+    started = time.perf_counter()
+    async with session.get(url) as response:
+        await response.read()
+        assert response.status == 200, response.status
+    return time.perf_counter() - started
+
+
+async def day(gb: float, spread: float) -> None:
+    server = SshServer.create(Path(tempfile.mkdtemp(prefix="relbot-day-sshd-")))
+    server.start()
+    mock = slack_workspace()
+    mock.add_users(THOMAS, PABLO)
+    await mock.start()
+    platform = SlackPlatform(
+        bot_token=BOT_TOKEN, channel=CHANNEL, mode="http", signing_secret=SIGNING_SECRET,
+        port=0, host="127.0.0.1", api_url=mock.api_url,
+        people={"hugo": HUGO, "thomas": THOMAS, "pablo": PABLO, "steve": STEVE, "ned": NED},
+    )  # fmt: skip
+    SftpDayWorld.server = server
+    with tempfile.TemporaryDirectory(prefix="relbot-day-") as folder:
+        world = SftpDayWorld(Path(folder), platform.chat)
+        storage = world.storage
+        assert isinstance(storage, SftpStorage)
+        await platform.start(world.gate)
+        ws = Workspace(mock, platform, world)  # type: ignore[arg-type]
+        board = HealthServer(Metrics(), world.config.model.poll_interval, 0)
+        board.serve_board(BoardRoutes(world.gate))
+        await board.start()
+        try:
+            staged = 0
+            for tag in DAY:
+                world.stage(tag)
+                if tag in BUGFIX:
+                    staged += make_big(world, tag, gb)
+            print(f"staged 5 releases, {staged / (1 << 30):.1f} GiB over SFTP")
+            for tag in DAY:
+                await ws.ready_all(tag)
+            before = Counter(storage.requests)
+            await world.gate.scan()
+            trips = Counter(storage.requests) - before
+            buttons = {}
+            for tag, rm in DAY.items():
+                plan = await ws.answer(await ws.command(rm, "/publish", tag))
+                buttons[tag] = publish_button(plan)["value"]
+
+            status_times: list[float] = []
+            board_times: list[float] = []
+            done = asyncio.Event()
+
+            async def look() -> None:
+                url = f"http://127.0.0.1:{board.port}/"
+                async with aiohttp.ClientSession() as session:
+                    while not done.is_set():
+                        started = time.perf_counter()
+                        await ws.answer(await ws.command(NED, "/status"))
+                        status_times.append(time.perf_counter() - started)
+                        board_times.append(await timed_get(session, url))
+                        await asyncio.sleep(0.2)
+
+            async def confirm(tag: str, delay: float) -> tuple[float, float]:
+                await asyncio.sleep(delay)
+                started = time.perf_counter()
+                click = await ws.click(DAY[tag], buttons[tag])
+                while not any(
+                    r["text"].startswith(f"Published {tag}") for r in mock.responses(click.name)
+                ):
+                    await asyncio.sleep(0.05)
+                return started, time.perf_counter()
+
+            delays = {tag: spread * i / (len(DAY) - 1) for i, tag in enumerate(DAY)}
+            looking = asyncio.create_task(look())
+            first = time.perf_counter()
+            spans = await asyncio.gather(*(confirm(tag, delays[tag]) for tag in DAY))
+            done.set()
+            await looking
+            last = max(end for _, end in spans)
+        finally:
+            await board.stop()
+            await platform.stop()
+            world.store.close()
+            storage.close()
+            await mock.stop()
+            server.stop()
+    print(f"one scan, five releases open: {sum(trips.values())} round trips {dict(trips)}")
+    print(f"confirmations over {spread:g} s by three RMs (thomas, hugo, pablo):")
+    for tag, (start, end) in zip(DAY, spans, strict=True):
+        print(f"  {tag:8} clicked at +{start - first:5.1f} s, public {end - start:6.2f} s later")
+    print(f"the whole day, first click to last answer: {last - first:.1f} s")
+    for name, times in (("/status (no tag)", status_times), ("board /", board_times)):
+        ms = sorted(t * 1000 for t in times)
+        print(
+            f"{name} during the publishes: {len(ms)} asked, median {statistics.median(ms):.0f} ms,"
+            f" max {ms[-1]:.0f} ms"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gb", type=float, default=1.5, help="gigabytes per bugfix release")
+    parser.add_argument("--spread", type=float, default=60, help="seconds the clicks span")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("release_day.py starts the tests' sshd, which needs root (as the tests do).")
+    asyncio.run(day(args.gb, args.spread))
+
+
+if __name__ == "__main__":
+    main()
