@@ -105,7 +105,7 @@ async def day(gb: float, spread: float) -> None:
         storage = world.storage
         assert isinstance(storage, SftpStorage)
         await platform.start(world.gate)
-        ws = Workspace(mock, platform, world)  # type: ignore[arg-type]
+        ws = Workspace(mock, platform, world)
         board = HealthServer(Metrics(), world.config.model.poll_interval, 0)
         board.serve_board(BoardRoutes(world.gate))
         await board.start()
