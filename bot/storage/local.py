@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import os
 import stat
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -46,6 +47,11 @@ class LocalStorage:
         self._places = Places(str(staging), str(public), str(self.work))
         # The public moves go through this class's own hooks, where tests inject crashes.
         self._fs = LocalFs(PublicMoves(self._rename, self._link, self._replace))
+        # One promotion at a time (each takes milliseconds): releases confirmed in the same
+        # second share public folders (doc/ on a fresh public folder), and two of them
+        # renaming their own doc/ into place at once left the second "Directory not empty".
+        # Over SFTP the one connection already does one operation at a time.
+        self._promoting = threading.Lock()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -202,12 +208,13 @@ class LocalStorage:
     def promote(
         self, plan: PublishPlan, *, public_before: Sequence[str] = (), recheck: bool = False
     ) -> PromotionReport:
-        return _wrapped(
-            f"publish {plan.tag}",
-            lambda: promotion.promote(
-                self._fs, self._places, plan, public_before=public_before, recheck=recheck
-            ),
-        )
+        with self._promoting:
+            return _wrapped(
+                f"publish {plan.tag}",
+                lambda: promotion.promote(
+                    self._fs, self._places, plan, public_before=public_before, recheck=recheck
+                ),
+            )
 
     def overlap_on_server(self) -> str | None:
         return None  # the config resolved both folders when it was read

@@ -15,62 +15,27 @@ from adapters.discord.platform import DiscordPlatform
 from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from tests.conftest import BaseWorld, RecordingChat
-from tests.discord.conftest import CHANNEL, GUILD, NED, STEVE, TOKEN, TOKEN_ENV
+from tests.discord.conftest import CHANNEL, GUILD, HUGO, NED, STEVE, TOKEN, TOKEN_ENV
 from tests.discord.mock_discord import MockDiscord
 from tests.discord.test_discord import plain_posts
 from tests.discord.test_discord_confirm import buttons
-from tests.pinned import RELEASE_CYCLE_LINE
+from tests.release_day import DAY, announced, day_public, day_team_toml
 
-HUGO, THOMAS, PABLO = "112233445566778899", "500000000000000005", "600000000000000006"
-# Two bugfix branches (with Windows and macOS files) and three security branches (source and
-# docs only), as in the pinned release cycle.
-DAY = {"3.15.1": THOMAS, "3.14.2": HUGO, "3.13.11": PABLO, "3.12.13": PABLO, "3.11.15": PABLO}
+THOMAS, PABLO = "500000000000000005", "600000000000000006"
+IDS = {"hugo": HUGO, "thomas": THOMAS, "pablo": PABLO, "steve": STEVE, "ned": NED}
 HOLDERS = {"source": HUGO, "docs": HUGO, "windows": STEVE, "macos": NED}
-
-DAY_TEAM_TOML = f"""
-    {RELEASE_CYCLE_LINE.strip()}
-    profile = "cpython"
-    state = "data/state.db"
-    confirm_timeout = 600
-
-    [storage]
-    kind = "local"
-    staging = "data/staging"
-    public = "data/public"
-
-    [discord]
-    token_env = "{TOKEN_ENV}"
-    guild = {GUILD}
-    channel = {CHANNEL}
-    api_url = "API_URL"
-
-    [people.hugo]
-    rm = ["3.14"]
-    roles = ["source", "docs"]
-    discord = "{HUGO}"
-
-    [people.thomas]
-    rm = ["3.15"]
-    discord = "{THOMAS}"
-
-    [people.pablo]
-    rm = ["3.11", "3.12", "3.13"]
-    discord = "{PABLO}"
-
-    [people.steve]
-    roles = ["windows"]
-    discord = "{STEVE}"
-
-    [people.ned]
-    roles = ["macos"]
-    discord = "{NED}"
-"""
 
 
 class DayWorld(BaseWorld[Any]):
+    """The day's team on Discord, on local folders."""
+
     def __init__(self, root: Path, api_url: str) -> None:
-        toml = DAY_TEAM_TOML.replace("API_URL", api_url)
-        super().__init__(root, team_toml=toml, chat=RecordingChat())
+        table = (
+            f'[discord]\ntoken_env = "{TOKEN_ENV}"\nguild = {GUILD}\nchannel = {CHANNEL}\n'
+            f'api_url = "{api_url}"'
+        )
+        team = day_team_toml(table, "discord", IDS)
+        super().__init__(root, team_toml=team, chat=RecordingChat())
 
 
 @pytest.fixture
@@ -79,7 +44,7 @@ async def day(
 ) -> AsyncIterator[tuple[MockDiscord, DayWorld]]:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     async with MockDiscord(guild=GUILD, channel=CHANNEL, token=TOKEN) as mock:
-        mock.add_members(HUGO, THOMAS, PABLO, STEVE, NED)
+        mock.add_members(*IDS.values())
         world = DayWorld(tmp_path, mock.api_url)
         settings = world.config.model.discord
         assert settings is not None
@@ -100,9 +65,9 @@ async def test_five_releases_confirmed_in_the_same_second_are_each_published_exa
         world.stage(tag)
         for role in world.profile.roles_for(ReleaseTag.parse(tag)):
             await mock.reply(await mock.command("ready", user=HOLDERS[role], role=role, tag=tag))
-        plan = await mock.reply(await mock.command("publish", user=rm, tag=tag))
+        plan = await mock.reply(await mock.command("publish", user=IDS[rm], tag=tag))
         [publish] = buttons(plan)
-        ask = await mock.click(publish["custom_id"], user=rm, message=plan)
+        ask = await mock.click(publish["custom_id"], user=IDS[rm], message=plan)
         questions[tag] = await mock.reply(ask)
     assert world.public_files() == set()
 
@@ -110,7 +75,7 @@ async def test_five_releases_confirmed_in_the_same_second_are_each_published_exa
         question = questions[tag]
         confirm, _ = buttons(question)
         return await mock.reply(
-            await mock.click(confirm["custom_id"], user=DAY[tag], message=question)
+            await mock.click(confirm["custom_id"], user=IDS[DAY[tag]], message=question)
         )
 
     done = await asyncio.gather(*(yes(tag) for tag in DAY))
@@ -119,17 +84,6 @@ async def test_five_releases_confirmed_in_the_same_second_are_each_published_exa
         assert answer["content"].startswith(f"Published {tag}: "), answer["content"]
         assert world.events(tag, EventKind.PUBLISHED) == ["published"]
         assert world.events(tag, EventKind.REFUSED) == []
-    await mock.wait_for(lambda: len(announced(mock)) >= len(DAY))
-    assert sorted(announced(mock)) == sorted(DAY)  # one each
-    public = set()
-    for tag in DAY:
-        parsed = ReleaseTag.parse(tag)
-        public |= {
-            world.profile.public_target(parsed, e.role, e.path)
-            for e in world.profile.expected(parsed)
-        }
-    assert world.public_files() == public
-
-
-def announced(mock: MockDiscord) -> list[str]:
-    return [t.split(" ", 1)[0] for t in plain_posts(mock) if " is published: " in t]
+    await mock.wait_for(lambda: len(announced(plain_posts(mock))) >= len(DAY))
+    assert sorted(announced(plain_posts(mock))) == sorted(DAY)  # one each
+    assert world.public_files() == day_public(world.profile)
