@@ -30,7 +30,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.config import Config
 from bot.domain import commands as cmd
@@ -48,6 +48,7 @@ from bot.service import handlers
 from bot.service.connections import Connections
 from bot.service.deadlines import Deadlines
 from bot.service.follow_ups import FollowUps
+from bot.service.glance import where
 from bot.service.hashing import Hashes
 from bot.service.observed import Observed
 from bot.service.observer import MAX_BUNDLE, Sight
@@ -179,6 +180,16 @@ class Gate:
         notes = await handlers.look_at_unlisted(self._services, tags)
         looks = [(tag, await self.observed(tag, ask=False)) for tag in tags]
         return handlers.glance(self._services, looks, notes, room)
+
+    def at_a_glance(
+        self, seen: Sequence[tuple[ReleaseTag, Observed]]
+    ) -> dict[str, tuple[str, str]]:
+        """Where each release of ``seen`` stands and who must act, in ``/status``'s words:
+        tag → (word, detail), for the board's day (no I/O)."""
+        now = self._clock()
+        return {
+            str(look.tag): where(look, now) for look in handlers.looks(self._services, seen, {})
+        }
 
     async def scan(self) -> None:
         """One scheduled pass over every open release: one listing per folder, digests only

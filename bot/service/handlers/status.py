@@ -4,6 +4,8 @@ platform's message holds (:mod:`bot.service.glance`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from bot.domain.files import RELEASE_FOLDER, is_cut
 from bot.domain.tags import ReleaseTag
 from bot.errors import StagingUnreachable, StorageError
@@ -86,18 +88,13 @@ async def look_at_unlisted(s: Services, tags: list[ReleaseTag]) -> dict[ReleaseT
     return notes
 
 
-def glance(
-    s: Services,
-    looks: list[tuple[ReleaseTag, Observed]],
-    notes: dict[ReleaseTag, str],
-    room: int | None,
-) -> Reply:
-    """``/status`` with no tag: one line per open release (:mod:`bot.service.glance`)."""
-    if not looks:
-        return Reply(NO_OPEN)
+def looks(
+    s: Services, seen: Sequence[tuple[ReleaseTag, Observed]], notes: Mapping[ReleaseTag, str]
+) -> list[Look]:
+    """What each release's line of the day at a glance is made of (the board's too)."""
     made = []
-    for one, observed in looks:
-        seen = s.observer.seen(one)
+    for one, observed in seen:
+        sight = s.observer.seen(one)
         made.append(
             Look(
                 one,
@@ -106,8 +103,20 @@ def glance(
                 holders={r: s.team.holders(r) for r in s.profile.roles_for(one)},
                 roles=s.profile.roles_for(one),
                 trouble=s.reporter.trouble(one) if observed.state.publishing else "",
-                late=bool(seen is not None and seen.listing),
+                late=bool(sight is not None and sight.listing),
                 note=notes.get(one, ""),
             )
         )
-    return Reply(glance_text(made, s.clock(), room))
+    return made
+
+
+def glance(
+    s: Services,
+    seen: list[tuple[ReleaseTag, Observed]],
+    notes: dict[ReleaseTag, str],
+    room: int | None,
+) -> Reply:
+    """``/status`` with no tag: one line per open release (:mod:`bot.service.glance`)."""
+    if not seen:
+        return Reply(NO_OPEN)
+    return Reply(glance_text(looks(s, seen, notes), s.clock(), room))
