@@ -68,8 +68,9 @@ def where(look: Look, now: float) -> tuple[str, str]:
         return "held", f"by {first.person}{why}{more}; {who} may /unhold {tag}"
     word, detail = _progress(look, rms, now)
     if state.aborted is not None:
-        a = state.aborted
-        why = f": {shown(a.reason)}" if a.reason else ""
+        a = state.aborted  # /abort's reason only repeats who: "aborted by hugo with /abort"
+        said = a.reason and not a.reason.startswith(f"aborted by {a.by}")
+        why = f": {shown(a.reason)}" if said else ""
         return "aborted", f"by {a.by}{why}; now {word}: {detail}"
     return word, detail
 
