@@ -205,9 +205,11 @@ def _parser() -> argparse.ArgumentParser:
     health.set_defaults(func=_probe_health)
 
     wait = sub.add_parser(
-        "wait", parents=[common], help="block until TAG is ready, publishable or published"
+        "wait",
+        parents=[common],
+        help="block until TAG (every TAG named) is ready, publishable or published",
     )
-    wait.add_argument("tag")
+    wait.add_argument("tag", nargs="+", metavar="TAG")
     wait.add_argument("--until", required=True, choices=["ready", "publishable", "published"])
     wait.add_argument(
         "--timeout", type=_seconds, metavar="S", help="give up after S seconds (exit 3)"
@@ -572,27 +574,35 @@ def _seconds(text: str, least: float = 0.0) -> float:
 
 
 def _wait(config: Config, args: argparse.Namespace) -> int:
-    """Block until the release reaches ``--until``; print its board JSON and exit 0, or say
-    in one sentence why not: 3 timeout, 4 held, 5 aborted (docs/commands.md)."""
-    from bot.wait.judge import Outcome, Until, wait
+    """Block until every release named reaches ``--until``; print its board JSON (several: a
+    JSON list of them, in the order named) and exit 0, or say in one sentence which release
+    stopped the wait and why: 3 timeout, 4 held, 5 aborted (docs/commands.md)."""
+    from bot.wait.judge import Outcome, Source, Until, wait_all
     from bot.wait.sources import source_for
 
-    tag, until = ReleaseTag.parse(args.tag), Until(args.until)
+    tags, until = [ReleaseTag.parse(tag) for tag in args.tag], Until(args.until)
+    if len(set(tags)) < len(tags):
+        twice = next(str(tag) for tag in tags if tags.count(tag) > 1)
+        raise RelbotError(f"{twice} is named twice; name each release once.")
 
     def say(line: str) -> None:  # progress, for a person watching; scripts get the outcome
         if args.progress or sys.stderr.isatty():
             print(f"relbot wait: {line}", file=sys.stderr, flush=True)
 
     async def waiting() -> int:
-        source = source_for(config, tag, until, args.board)
+        sources: list[tuple[str, Source]] = []
         try:
-            result = await wait(
-                source, str(tag), until, timeout=args.timeout, interval=args.interval, say=say
+            for tag in tags:
+                sources.append((str(tag), source_for(config, tag, until, args.board)))
+            result = await wait_all(
+                sources, until, timeout=args.timeout, interval=args.interval, say=say
             )
         finally:
-            await source.close()
+            for _, source in sources:
+                await source.close()
         if result.verdict.outcome is Outcome.REACHED:
-            print(json.dumps(result.release, indent=1, ensure_ascii=False))
+            shown = result.releases[0] if len(tags) == 1 else list(result.releases)
+            print(json.dumps(shown, indent=1, ensure_ascii=False))
         else:
             print(f"relbot wait: {result.verdict.sentence}.", file=sys.stderr)
         return int(result.verdict.outcome or 0)

@@ -30,6 +30,10 @@ class Team:
     def roles_of(self, person: str) -> list[str]:
         return list(self._people[person].roles)
 
+    def holders(self, role: str) -> list[str]:
+        """The people who hold ``role``, in the config's order."""
+        return [name for name, person in self._people.items() if role in person.roles]
+
     def is_rm(self, person: str, branch: str) -> bool:
         return branch in self._people[person].rm
 

@@ -271,9 +271,11 @@ def test_one_unreadable_folder_does_not_stop_the_scans_of_other_releases(
     def scan_and_status() -> object:
         world.start()
         asyncio.run(world.gate.scan())
-        status = asyncio.run(world.say("eve", "/status"))
+        status = asyncio.run(world.say("eve", f"/status {TAG}"))
+        glance = asyncio.run(world.say("eve", "/status"))
         world.store.close()
         return {
+            "glance": glance.text,
             "notices": world.chat.texts(ChannelKind.NOTICE),
             "channel": channel_text(world),
             "status": status.text,
@@ -286,7 +288,10 @@ def test_one_unreadable_folder_does_not_stop_the_scans_of_other_releases(
     assert any("windows claim on 3.14.2 was withdrawn" in n for n in seen["notices"])
     problem = "amd64/ (a folder that cannot be read: Permission denied)"
     assert problem in seen["channel"]
-    assert problem in seen["status"] and "3.14.2:" in seen["status"]
+    assert problem in seen["status"]
+    withdrawn = "3.14.2  collecting   waits for windows (steve: claim withdrawn; /ready again)"
+    assert withdrawn in seen["glance"], seen["glance"]
+    assert f"{TAG}  collecting   waits for source" in seen["glance"]
 
 
 async def test_a_symlinked_folder_inside_a_release_is_never_followed(

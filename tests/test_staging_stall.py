@@ -70,14 +70,16 @@ async def test_a_sparse_100_gb_tarball_is_named_once_with_what_to_do_and_hides_n
     sparse(world.staging / TAG / TARBALL, "100G")
 
     await asyncio.wait_for(world.gate.scan(), 60)
-    status = await asyncio.wait_for(world.say("eve", "/status"), 60)
+    status = await asyncio.wait_for(world.say("eve", f"/status {TAG}"), 60)
+    glance = await asyncio.wait_for(world.say("eve", "/status"), 60)
     ready = await asyncio.wait_for(world.say("hugo", f"/ready source {TAG}"), 60)
     windows = await asyncio.wait_for(world.say("steve", f"/ready windows {TAG}"), 60)
 
     named = f"{TARBALL} (107.4 GB, more than the 4.3 GB such a file may be; {REDO})"
     assert status.text.count(TARBALL) == 1 and named in status.text, status.text
     assert role_lines(status.text) == list(ROLES)  # every role of the release still shown
-    assert f"{OTHER}: 0 of 4 roles ready" in status.text  # and the other release
+    assert f"{OTHER}  collecting   waits for source, docs (hugo)" in glance.text  # and the other
+    assert f"{TAG}  collecting   waits for source" in glance.text
     assert ready.private and named in ready.text
     assert not windows.private, windows.text  # the other roles go on
     assert world.events(TAG, EventKind.CLAIMED) == ["claimed"]
@@ -119,14 +121,16 @@ async def test_a_50_mb_bundle_is_named_once_and_the_release_stays_shown(world: W
     sparse(world.staging / TAG / BUNDLE, "50M")
 
     await world.gate.scan()
-    status = await world.say("eve", "/status")
+    status = await world.say("eve", f"/status {TAG}")
+    glance = await world.say("eve", "/status")
     ready = await world.say("hugo", f"/ready source {TAG}")
     windows = await world.say("steve", f"/ready windows {TAG}")
 
     named = f"{BUNDLE} (52.4 MB, more than the 1.0 MB such a file may be; {REDO})"
     assert status.text.count(BUNDLE) == 1 and named in status.text, status.text
     assert role_lines(status.text) == list(ROLES)
-    assert f"{OTHER}: 0 of 4 roles ready" in status.text
+    assert f"{OTHER}  collecting   waits for source, docs (hugo)" in glance.text
+    assert f"{TAG}  collecting   waits for source" in glance.text
     assert ready.private and named in ready.text
     assert not windows.private, windows.text
     assert world.gate.metrics.scan_failures == 0
@@ -172,13 +176,15 @@ async def test_a_release_over_the_entry_budget_still_shows_its_roles_and_says_wh
         (world.staging / TAG / f"stray-{n:03d}.bin").write_bytes(b"x")
 
     await world.gate.scan()
-    status = await world.say("eve", "/status")
+    status = await world.say("eve", f"/status {TAG}")
+    glance = await world.say("eve", "/status")
     view = await board_json(world, TAG)
 
     assert role_lines(status.text) == list(ROLES), status.text
     assert "holds more than 200 files and folders" in status.text
     assert "(unexpected)" in status.text  # the entries listed are judged, not dropped
-    assert f"{OTHER}: 0 of 4 roles ready" in status.text
+    assert f"{OTHER}  collecting   waits for source, docs (hugo)" in glance.text
+    assert f"{TAG}  collecting   waits for source" in glance.text
     assert view["listing_cut"] is True and view["files_not_shown"] >= 1
     assert set(view["roles"]) == set(ROLES)
     assert world.gate.metrics.scan_failures == 0

@@ -84,19 +84,18 @@ async def test_a_stuck_publish_shows_its_trouble_after_one_space(world: World) -
     assert reply.summaries == (ChannelMessage(ChannelKind.NOTICE, TAG, text),)
 
 
-async def test_every_open_release_is_shown_after_one_publishing_now(world: World) -> None:
+async def test_every_open_release_is_a_line_after_one_publishing_now(world: World) -> None:
     await confirmed_then_killed(world)
     world.stage(OTHER)
 
     reply = await world.say("eve", "/status")
 
-    assert [(m.kind, m.tag) for m in reply.summaries] == [
-        (ChannelKind.NOTICE, TAG),
-        (ChannelKind.SUMMARY, OTHER),
+    assert reply.summaries == ()  # a line each: no platform renders a summary per release
+    assert reply.text.splitlines() == [
+        "2 open releases, newest first (/status TAG shows one in full):",
+        f"{OTHER}  collecting   waits for source, docs (hugo), windows (steve), macos (ned)",
+        f"{TAG}  publishing   confirmed by hugo",
     ]
-    assert reply.summaries[0].text == f"{TAG}: publishing now (confirmed by hugo)."
-    assert reply.summaries[1].text.startswith(f"{OTHER}: 0 of 4 roles ready")
-    assert reply.text == "\n".join(m.text for m in reply.summaries)
 
 
 # -- a published release -----------------------------------------------------------------------
@@ -113,7 +112,7 @@ async def test_a_published_release_without_late_files_is_its_published_summary(
     assert reply.summaries == (ChannelMessage(ChannelKind.SUMMARY, TAG, reply.text),)
 
 
-async def test_a_published_release_with_an_empty_staging_folder_is_shown_with_the_others(
+async def test_a_published_release_with_an_empty_staging_folder_is_a_line_with_the_others(
     world: World,
 ) -> None:
     await published(world)
@@ -122,19 +121,16 @@ async def test_a_published_release_with_an_empty_staging_folder_is_shown_with_th
 
     reply = await world.say("eve", "/status")
 
-    assert [(m.kind, m.tag) for m in reply.summaries] == [
-        (ChannelKind.SUMMARY, TAG),
-        (ChannelKind.SUMMARY, OTHER),
-    ]
-    first, second = reply.text.split("\n", 1)
-    assert first.startswith(f"{TAG}: published by hugo at ")
-    assert second.startswith(f"{OTHER}: 0 of 4 roles ready")
+    _, other, first = reply.text.splitlines()
+    assert other.startswith(f"{OTHER}  collecting   waits for source, docs (hugo)")
+    assert first.startswith(f"{TAG}  published    by hugo at ")
+    assert "late files" not in first
 
 
 # -- nothing staged, or staging in trouble -----------------------------------------------------
 
 
-async def test_a_release_with_nothing_staged_is_a_notice_and_the_others_are_still_shown(
+async def test_a_release_with_nothing_staged_is_a_notice_and_a_line_with_the_others(
     world: World,
 ) -> None:
     world.stage(TAG)
@@ -143,20 +139,24 @@ async def test_a_release_with_nothing_staged_is_a_notice_and_the_others_are_stil
     world.stage(OTHER)
 
     alone = await world.say("eve", f"/status {TAG}")
+    seen = await world.say("eve", "/status")
+    world.start()  # restarted: nothing seen yet, so /status lists each release once
     both = await world.say("eve", "/status")
+    await world.gate.scan()  # the scan withdraws the claim: nothing left to watch
+    again = await world.say("eve", "/status")
 
     refused = alone.text
     assert refused.startswith(f"{TAG}: Nothing is staged for {TAG} yet; upload the files to ")
     assert alone.summaries == (ChannelMessage(ChannelKind.NOTICE, TAG, refused),)
-    assert both.summaries[0] == alone.summaries[0]
-    assert [(m.kind, m.tag) for m in both.summaries] == [
-        (ChannelKind.NOTICE, TAG),
-        (ChannelKind.SUMMARY, OTHER),
-    ]
-    assert both.text.startswith(f"{refused}\n{OTHER}: 0 of 4 roles ready")
+    # Without a tag, as last seen (by /ready here) until the scan looks again.
+    waits = "waits for docs (hugo), windows (steve), macos (ned)"
+    assert seen.text.splitlines()[2] == f"{TAG}  collecting   {waits}"
+    assert both.text.splitlines()[2] == f"{TAG}  collecting   nothing staged yet; {waits}"
+    assert both.text.splitlines()[1].startswith(f"{OTHER}  collecting   waits for source")
+    assert again.text.splitlines()[1:] == [both.text.splitlines()[1]]
 
 
-async def test_one_release_storage_cannot_list_is_answered_and_the_others_are_shown(
+async def test_one_release_storage_cannot_list_is_a_line_and_the_others_are_shown(
     world: World,
 ) -> None:
     world.stage(TAG)
@@ -166,10 +166,11 @@ async def test_one_release_storage_cannot_list_is_answered_and_the_others_are_sh
     reply = await world.say("eve", "/status")
 
     assert not reply.private
-    trouble = f"{TAG}: Cannot list {TAG}: the server refused."
-    assert reply.summaries[0] == ChannelMessage(ChannelKind.NOTICE, TAG, trouble)
-    assert [(m.kind, m.tag) for m in reply.summaries[1:]] == [(ChannelKind.SUMMARY, OTHER)]
-    assert reply.text.startswith(f"{trouble}\n{OTHER}: 0 of 4 roles ready")
+    assert reply.text.splitlines()[1:] == [
+        f"{OTHER}  collecting   waits for source, docs (hugo), windows (steve), macos (ned)",
+        f"{TAG}  collecting   staging cannot be listed (Cannot list {TAG}: the server "
+        "refused); waits for source, docs (hugo), windows (steve), macos (ned)",
+    ]
 
 
 async def test_staging_out_of_reach_refuses_the_whole_status(world: World) -> None:

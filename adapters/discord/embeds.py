@@ -20,6 +20,9 @@ MAX_CONTENT = 2000  # Discord's limits on a message and on embed parts
 MAX_TITLE = 256
 MAX_DESCRIPTION = 4096
 MAX_FIELD = 1024
+# What the gate may answer in one reply (``Gate.handle``'s ``room``): one message, with the
+# code block that keeps a several-line answer's columns (reply_content).
+REPLY_ROOM = MAX_CONTENT - len("```\n\n```")
 
 
 def channel_payload(message: ChannelMessage, people: Mapping[str, str]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from adapters.discord.channel import DiscordChat
 from adapters.discord.check import ServerCheck
 from adapters.discord.client import RelbotClient
 from adapters.discord.commands import SYNC_STAMP, CommandSync, RelbotTree, slash_commands
-from adapters.discord.embeds import plan_content, reply_content, reply_contents
+from adapters.discord.embeds import REPLY_ROOM, plan_content, reply_content, reply_contents
 from adapters.discord.errors import DiscordError, DiscordUnreachable
 from bot.backoff import Backoff, OneLineRetries
 from bot.config import Config
@@ -247,7 +247,8 @@ class DiscordPlatform:
         if self._gate is None:
             return Reply("relbot is still starting; try again in a moment.", Tone.REFUSAL)
         try:
-            return await self._gate.handle(self.name, str(interaction.user.id), line)
+            user = str(interaction.user.id)
+            return await self._gate.handle(self.name, user, line, room=REPLY_ROOM)
         except RelbotError as err:  # e.g. storage failing mid-command: say so, not "failed"
             return Reply(str(err), Tone.REFUSAL)
 

@@ -32,6 +32,9 @@ MAX_MODAL_TITLE = 24  # a modal's title, submit and close labels
 MAX_METADATA = 3000  # a modal's private_metadata
 MAX_TEXT = 3000  # the notification fallback sent with blocks; Slack truncates past 40 000
 MAX_LISTED = 12  # files named per list before "…and N more"
+# What the gate may answer in one reply (``Gate.handle``'s ``room``): one code-block section,
+# and the whole of the notification text.
+REPLY_ROOM = MAX_SECTION - len("``````")
 
 ROLE_ICONS = {
     "ready": "✅",

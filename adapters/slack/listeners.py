@@ -15,7 +15,7 @@ from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from adapters.slack.blocks import reply_payload, unescape
+from adapters.slack.blocks import REPLY_ROOM, reply_payload, unescape
 from adapters.slack.commands import Renamer
 from bot.errors import RelbotError
 from bot.ports.messages import Reply, Tone
@@ -98,7 +98,7 @@ class Listeners:
         """The gate's answer; a failure inside relbot still gets the user an answer."""
         assert self.gate is not None, "start() sets the gate"
         try:
-            return await self.gate.handle(PLATFORM, user, line)
+            return await self.gate.handle(PLATFORM, user, line, room=REPLY_ROOM)
         except RelbotError as err:
             log.warning("slack: %s failed: %s", line.split()[0], err)
             return Reply(str(err), Tone.REFUSAL)

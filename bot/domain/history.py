@@ -76,6 +76,16 @@ class Stop:
     files: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Aborted:
+    """The newest abort of a confirmed publish (``/abort``, or the bot stopping a publish
+    before anything moved), until the release is confirmed again."""
+
+    by: str
+    reason: str
+    at: float
+
+
 @dataclass
 class ReleaseState:
     tag: ReleaseTag
@@ -101,6 +111,7 @@ class ReleaseState:
     publishing_status: str | None = None  # the branch status of the confirmed plan
     # The branch status the release was first published under: late files keep using it.
     branch_status: str | None = None
+    aborted: Aborted | None = None  # the last publish was aborted (cleared by a confirmation)
 
     @property
     def is_published(self) -> bool:
@@ -187,6 +198,7 @@ def _apply(state: ReleaseState, event: Event) -> None:
                 state.to_sign = state.offer.to_sign
                 state.publishing_status = state.offer.status
                 state.stopped, state.aborting = None, None
+                state.aborted = None
             _drop_offer(state, "already used")
         case EventKind.STEP_STARTED:
             state.step_started = data["step"]
@@ -225,6 +237,7 @@ def _apply(state: ReleaseState, event: Event) -> None:
             state.steps_done.clear()
             state.step_started, state.public_before = None, ()
             state.stopped, state.aborting = None, None
+            state.aborted = Aborted(event.actor, str(data.get("reason", "")), event.at)
         case EventKind.WAIVED:
             state.waivers[data["target"]] = Waiver(
                 data["target"], bool(data["role"]), event.actor, data.get("reason", ""), event.at

@@ -30,16 +30,13 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.config import Config
 from bot.domain import commands as cmd
 from bot.domain.blockers import publish_blockers
 from bot.domain.confirmation import hash_code
-from bot.domain.history import ReleaseState
 from bot.domain.profile import Profile
-from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, RelbotError, StagingUnreachable, StorageError
 from bot.metrics import Metrics
@@ -51,7 +48,9 @@ from bot.service import handlers
 from bot.service.connections import Connections
 from bot.service.deadlines import Deadlines
 from bot.service.follow_ups import FollowUps
+from bot.service.glance import where
 from bot.service.hashing import Hashes
+from bot.service.observed import Observed
 from bot.service.observer import MAX_BUNDLE, Sight
 from bot.service.pipeline import announcing
 from bot.service.pipeline.steps import BOT, PIPELINE
@@ -77,18 +76,6 @@ log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 CODE_LENGTH = 8
-
-
-@dataclass(frozen=True)
-class Observed:
-    """A release as the bot last saw it, for read-only views (the board): the state folded
-    from the log now, readiness from the last listing a scan or command took, and why
-    ``/publish`` would refuse (empty: it would offer a plan)."""
-
-    state: ReleaseState
-    readiness: Readiness | None  # None once published, or before staging was first listed
-    digests: Mapping[str, str]  # SHA-256 of staged files hashed while unchanged since
-    blockers: tuple[str, ...]
 
 
 def new_code() -> str:
@@ -136,14 +123,18 @@ class Gate:
 
     # -- entry points ------------------------------------------------------------------------
 
-    async def handle(self, platform: str, user: str, text: str) -> Reply:
-        """Answer one chat line from ``user`` on ``platform``. Always exactly one reply."""
-        reply = await self._answer(platform, user, text)
+    async def handle(
+        self, platform: str, user: str, text: str, *, room: int | None = None
+    ) -> Reply:
+        """Answer one chat line from ``user`` on ``platform``. Always exactly one reply.
+        ``room``: the characters of plain text one message holds on ``platform`` (None: no
+        limit); an answer that may be long (``/status`` of every release) fits in it."""
+        reply = await self._answer(platform, user, text, room)
         if reply.private:
             self.metrics.refused(reply.refusal)
         return reply
 
-    async def _answer(self, platform: str, user: str, text: str) -> Reply:
+    async def _answer(self, platform: str, user: str, text: str, room: int | None) -> Reply:
         try:
             command = cmd.parse_command(text, self.profile.roles)
         except cmd.CommandError as err:
@@ -154,8 +145,9 @@ class Gate:
             return Reply(help_text(self.profile.roles, command.topic))
         if isinstance(command, cmd.Status):
             try:
-                tags = [command.tag] if command.tag is not None else await self.open_tags()
-                return await handlers.status(self._services, tags)
+                if command.tag is not None:
+                    return await handlers.status(self._services, [command.tag])
+                return await self._glance(room)
             except StorageError as err:
                 return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL, refusal="storage")
         person = self.team.identify(platform, user)
@@ -180,6 +172,24 @@ class Gate:
                     Tone.REFUSAL,
                     refusal="storage",
                 )
+
+    async def _glance(self, room: int | None) -> Reply:
+        """``/status`` with no tag: a line per open release, from what was last seen (a
+        release not listed since the start is listed once, as a scan would)."""
+        tags = await self.open_tags()
+        notes = await handlers.look_at_unlisted(self._services, tags)
+        looks = [(tag, await self.observed(tag, ask=False)) for tag in tags]
+        return handlers.glance(self._services, looks, notes, room)
+
+    def at_a_glance(
+        self, seen: Sequence[tuple[ReleaseTag, Observed]]
+    ) -> dict[str, tuple[str, str]]:
+        """Where each release of ``seen`` stands and who must act, in ``/status``'s words:
+        tag → (word, detail), for the board's day (no I/O)."""
+        now = self._clock()
+        return {
+            str(look.tag): where(look, now) for look in handlers.looks(self._services, seen, {})
+        }
 
     async def scan(self) -> None:
         """One scheduled pass over every open release: one listing per folder, digests only
@@ -268,10 +278,11 @@ class Gate:
         hashes, bundles): open releases only, whatever was typed."""
         return self._services.retained_tags()
 
-    async def observed(self, tag: ReleaseTag) -> Observed:
+    async def observed(self, tag: ReleaseTag, *, ask: bool = True) -> Observed:
         """``tag`` as last seen, and what ``/publish TAG`` would refuse for now, listing and
         hashing nothing (the board calls it on every request). python.org, ``/publish``'s last
-        check, is asked only when nothing else blocks, and at most once per poll interval."""
+        check, is asked only when nothing else blocks, and at most once per poll interval;
+        never with ``ask`` False (its last answer, if any, counts)."""
         observer = self._services.observer
         state = self.store.release(tag)
         seen = observer.seen(tag)
@@ -287,7 +298,10 @@ class Gate:
             blockers += announcing.text_blockers(self.config, self._conn, tag, state)
         if readiness is not None and not blockers and self._conn.registry is not None:
             assert seen is not None  # as /publish: python.org only when all else is fine
-            objection = await self._preflight_lately(tag, seen)
+            if ask:
+                objection = await self._preflight_lately(tag, seen)
+            else:
+                objection = seen.preflight[1] if seen.preflight is not None else ""
             blockers += [f"python.org: {objection}"] if objection else []
         return Observed(state, readiness, digests, tuple(blockers))
 

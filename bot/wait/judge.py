@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any, Protocol
@@ -127,6 +127,15 @@ class Result:
     release: Release | None  # the last look's JSON (None: never seen)
 
 
+@dataclass(frozen=True)
+class Results:
+    """The end of a wait for several releases: why (the verdict names the release that ended
+    it, when one did), and each release's last JSON, in the order they were named."""
+
+    verdict: Verdict
+    releases: tuple[Release | None, ...]
+
+
 async def wait(
     source: Source,
     tag: str,
@@ -142,32 +151,76 @@ async def wait(
     the wait, or ``timeout`` seconds have passed (None: no limit; 0: look once). ``say``
     gets a line whenever what the wait is waiting for changes, and when the source fails or
     recovers. Raises :class:`LookFailed` when the first look fails."""
+    results = await wait_all(
+        [(tag, source)],
+        until,
+        timeout=timeout,
+        interval=interval,
+        say=say,
+        clock=clock,
+        sleep=sleep,
+    )
+    return Result(results.verdict, results.releases[0])
+
+
+async def wait_all(
+    sources: Sequence[tuple[str, Source]],
+    until: Until,
+    *,
+    timeout: float | None,
+    interval: float = DEFAULT_INTERVAL,
+    say: Callable[[str], None] = lambda line: None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Results:
+    """:func:`wait` for every release of ``sources`` (``(tag, source)``, in the order named):
+    over once every one has reached ``until`` at the same look, or as soon as a hold or an
+    abort stops one of them (the first named, when several do), or at the timeout (naming
+    the first not there yet, and the others). Each look asks every source once."""
+    tags = [tag for tag, _ in sources]
     deadline = None if timeout is None else clock() + timeout
-    release = await source.look()
+    releases = [await source.look() for _, source in sources]
     # Only an abort recorded after this first look ends the wait: an earlier one was
     # followed by nothing, and the release manager may well publish again.
-    since = int(release.get("last_event", 0)) if release is not None else 0
-    said, failing = "", False
+    since = [int(r.get("last_event", 0)) if r is not None else 0 for r in releases]
+    said, failing = dict.fromkeys(tags, ""), False
     while True:
-        verdict = judge(release, tag, until, since)
-        if verdict.outcome is not None:
-            return Result(verdict, release)
+        verdicts = [
+            judge(release, tag, until, after)
+            for tag, release, after in zip(tags, releases, since, strict=True)
+        ]
+        stopped = [v for v in verdicts if v.outcome not in (None, Outcome.REACHED)]
+        if stopped:
+            return Results(stopped[0], tuple(releases))
+        waiting = [(tag, v) for tag, v in zip(tags, verdicts, strict=True) if v.outcome is None]
+        if not waiting:
+            reached = verdicts[0].sentence if len(tags) == 1 else f"{_and(tags)} are {until}"
+            return Results(Verdict(Outcome.REACHED, reached), tuple(releases))
         if deadline is not None and clock() >= deadline:
-            after = f"{timeout:g} s"
-            sentence = f"{tag} is not {until} after {after}: {verdict.sentence}"
-            return Result(Verdict(Outcome.TIMEOUT, sentence), release)
-        if verdict.sentence != said:
-            said = verdict.sentence
-            say(f"{tag}: {said}")
+            (first, verdict), others = waiting[0], [tag for tag, _ in waiting[1:]]
+            sentence = f"{first} is not {until} after {timeout:g} s: {verdict.sentence}"
+            if others:
+                sentence += f"; nor {'is' if len(others) == 1 else 'are'} {_and(others)}"
+            return Results(Verdict(Outcome.TIMEOUT, sentence), tuple(releases))
+        for tag, verdict in waiting:
+            if verdict.sentence != said[tag]:
+                said[tag] = verdict.sentence
+                say(f"{tag}: {verdict.sentence}")
         pause = interval if deadline is None else min(interval, max(0.0, deadline - clock()))
         await sleep(pause)
-        try:
-            release = await source.look()
-        except LookFailed as err:
-            if not failing:
-                say(f"{err} Still waiting.")
-            failing = True
-            continue
-        if failing:
+        failed = False
+        for n, (_, source) in enumerate(sources):
+            try:
+                releases[n] = await source.look()
+            except LookFailed as err:  # judged on its last look meanwhile
+                if not failing:
+                    say(f"{err} Still waiting.")
+                failing = failed = True
+        if failing and not failed:
             say("Answering again.")
             failing = False
+
+
+def _and(tags: Sequence[str]) -> str:
+    """``3.13.4``, ``3.13.4 and 3.12.11``, ``3.13.4, 3.12.11 and 3.11.13``."""
+    return tags[0] if len(tags) == 1 else f"{', '.join(tags[:-1])} and {tags[-1]}"

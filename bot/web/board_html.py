@@ -14,7 +14,7 @@ import base64
 import hashlib
 import html
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from bot.service.render import count, size_text
 from bot.web.board import EventView, FileView, NoteView, PlanView, ReleaseView, RoleView
@@ -92,6 +92,15 @@ FILE_TONE = {
     "unusable": "bad",  # cannot be the artifact: its role's detail says why and what to do
 }
 SIGNATURE_TONE = {"valid": "good", "missing": "warn", "invalid": "bad"}
+GLANCE_TONE = {  # /status's words for where a release stands (bot/service/glance.py)
+    "publishable": "good",
+    "published": "good",
+    "publishing": "wait",
+    "collecting": "wait",
+    "ready": "warn",
+    "held": "bad",
+    "aborted": "bad",
+}
 
 
 def _e(text: object) -> str:
@@ -182,9 +191,14 @@ def index_body(
     published: Sequence[ReleaseView],
     roles: Sequence[str],
     now: float | None = None,
+    *,
+    acting: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
-    """Every open release with its headline and roles at a glance, then the recent ones."""
+    """The day on one page: every open release with its headline, what blocks it, where it
+    stands and who must act (``acting``: tag → ``/status``'s word and detail) and its roles;
+    then the releases published lately, with where their files are public."""
     now = time.time() if now is None else now
+    acting = acting or {}
     rows = []
     for view in open_views:
         states = {r.role: r for r in view.roles}
@@ -192,14 +206,17 @@ def index_body(
             f"<td>{_role_badge(states[role]) if role in states else 'not part of it'}</td>"
             for role in roles
         )
+        word, detail = acting.get(view.tag, ("", ""))
+        who = f"{_badge(word, GLANCE_TONE.get(word, 'none'))} {_e(detail)}" if word else ""
         rows.append(
             f'<tr><th scope="row"><a href="/releases/{_e(view.tag)}">{_e(view.tag)}</a></th>'
-            f"<td>{_headline(view)}{_blocker_list(view)}</td>{cells}</tr>"
+            f"<td>{_headline(view)}{_blocker_list(view)}</td>"
+            f'<td class="acting">{who}</td>{cells}</tr>'
         )
     open_html = (
         _table(
-            "Each open release: can it be published, and its roles",
-            ["Release", "Headline", *roles],
+            "Each open release: can it be published, who must act, and its roles",
+            ["Release", "Headline", "Who must act", *roles],
             rows,
         )
         if rows
@@ -207,11 +224,16 @@ def index_body(
     )
     done = [
         f'<tr><th scope="row"><a href="/releases/{_e(v.tag)}">{_e(v.tag)}</a></th>'
-        f"<td>{_e(v.published_by or '')}</td><td>{_time(v.published_at, now)}</td></tr>"
+        f"<td>{_e(v.published_by or '')}</td><td>{_time(v.published_at, now)}</td>"
+        f"<td>{_public(v)}</td></tr>"
         for v in published
     ]
     done_html = (
-        _table("The last releases published", ["Release", "Published by", "At"], done)
+        _table(
+            "The last releases published, and where they are public",
+            ["Release", "Published by", "At", "Public"],
+            done,
+        )
         if done
         else "<p>Nothing published yet.</p>"
     )
@@ -221,6 +243,13 @@ def index_body(
         '<section aria-labelledby="h-published"><h2 id="h-published">Recently published</h2>'
         f'<div id="published" data-live="">{done_html}</div></section>'
     )
+
+
+def _public(view: ReleaseView) -> str:
+    """How many files of a published release are public, and its links."""
+    files = count(len(view.files) + view.files_not_shown, "file")
+    links = ", ".join(_link(url, label) for label, url in view.links)
+    return f"{files}" + (f"; {links}" if links else "")
 
 
 # -- one release -------------------------------------------------------------------------

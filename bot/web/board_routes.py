@@ -159,13 +159,16 @@ class BoardRoutes:
             reverse=True,
         )[:RECENTLY_PUBLISHED]
         seen_published = [(tag, await gate.observed(tag)) for _, tag in published]
+        acting = gate.at_a_glance(seen)  # /status's words: where each stands, who must act
         scanned = gate.metrics.last_successful_scan
 
         def render() -> Rendered:
             # The index shows no timeline: no events are read for it.
             views = [self._release_view(tag, observed, ()) for tag, observed in seen]
             done = [self._release_view(tag, observed, ()) for tag, observed in seen_published]
-            body = index_body([v for v in views if not v.published], done, gate.profile.roles)
+            body = index_body(
+                [v for v in views if not v.published], done, gate.profile.roles, acting=acting
+            )
             html = page("Release board", "index", "Releases", body, self.refresh, scanned)
             return Rendered.of(200, html, HTML, float("inf"))
 

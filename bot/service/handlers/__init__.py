@@ -27,7 +27,7 @@ from bot.service.handlers.finishing import while_publishing
 from bot.service.handlers.holds import hold, unhold
 from bot.service.handlers.publishing import abort, confirm, publish
 from bot.service.handlers.respin import respin
-from bot.service.handlers.status import status
+from bot.service.handlers.status import glance, look_at_unlisted, looks, status
 from bot.service.handlers.waivers import unwaive, waive
 from bot.service.hashing import StillHashing
 from bot.service.refusals import Refusal
@@ -51,7 +51,7 @@ HANDLERS: dict[type[cmd.Command], Handler] = {
     cmd.Announce: announce,
 }
 
-__all__ = ["HANDLERS", "dispatch", "status"]
+__all__ = ["HANDLERS", "dispatch", "glance", "look_at_unlisted", "looks", "status"]
 
 
 async def dispatch(s: Services, person: str, command: cmd.Command) -> Reply:
