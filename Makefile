@@ -98,7 +98,8 @@ CHECK_TESTS := tests/domain tests/signatures/test_login.py tests/test_gate.py \
   tests/test_publishing_handler_rules.py tests/test_handler_sentences.py \
   tests/test_replies_lead_somewhere.py tests/test_console_output.py \
   tests/test_pipeline_step_rules.py tests/test_runner_rules.py tests/test_runner_more_rules.py \
-  tests/test_ready_rules.py tests/test_status_rules.py tests/test_freeze_step_rules.py \
+  tests/test_ready_rules.py tests/test_status_rules.py tests/test_day_at_a_glance.py \
+  tests/test_freeze_step_rules.py \
   tests/test_wait_rules.py tests/test_config.py tests/announcing/test_announce_handler_rules.py \
   tests/storage/test_finishing_rules.py
 check: lint
