@@ -35,16 +35,16 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.slack.platform import SlackPlatform
 from bot.domain.tags import ReleaseTag
 from bot.metrics import Metrics
 from bot.storage.sftp import SftpStorage
 from bot.web.board_routes import BoardRoutes
 from bot.web.health import HealthServer
-from tests.slack.conftest import BOT_TOKEN, CHANNEL, NED, SIGNING_SECRET, STEVE, Workspace
+from tests.release_day import DAY
+from tests.slack.conftest import NED, Workspace
 from tests.slack.conftest import release_workspace as slack_workspace
 from tests.slack.test_slack import publish_button
-from tests.slack.test_slack_release_day import DAY, HUGO, PABLO, THOMAS, DayWorld
+from tests.slack.test_slack_release_day import IDS, PABLO, THOMAS, DayWorld, day_platform
 from tests.sshd import SshServer
 from tests.storage.conftest import sftp_storage
 
@@ -94,11 +94,7 @@ async def day(gb: float, spread: float) -> None:
     mock = slack_workspace()
     mock.add_users(THOMAS, PABLO)
     await mock.start()
-    platform = SlackPlatform(
-        bot_token=BOT_TOKEN, channel=CHANNEL, mode="http", signing_secret=SIGNING_SECRET,
-        port=0, host="127.0.0.1", api_url=mock.api_url,
-        people={"hugo": HUGO, "thomas": THOMAS, "pablo": PABLO, "steve": STEVE, "ned": NED},
-    )  # fmt: skip
+    platform = day_platform(mock.api_url)
     SftpDayWorld.server = server
     with tempfile.TemporaryDirectory(prefix="relbot-day-") as folder:
         world = SftpDayWorld(Path(folder), platform.chat)
@@ -123,7 +119,7 @@ async def day(gb: float, spread: float) -> None:
             trips = Counter(storage.requests) - before
             buttons = {}
             for tag, rm in DAY.items():
-                plan = await ws.answer(await ws.command(rm, "/publish", tag))
+                plan = await ws.answer(await ws.command(IDS[rm], "/publish", tag))
                 buttons[tag] = publish_button(plan)["value"]
 
             status_times: list[float] = []
@@ -135,7 +131,9 @@ async def day(gb: float, spread: float) -> None:
                 async with aiohttp.ClientSession() as session:
                     while not done.is_set():
                         started = time.perf_counter()
-                        await ws.answer(await ws.command(NED, "/status"))
+                        sent = await ws.command(NED, "/status")
+                        while not mock.responses(sent.name):  # not ws.answer: it drains all
+                            await asyncio.sleep(0.005)
                         status_times.append(time.perf_counter() - started)
                         board_times.append(await timed_get(session, url))
                         await asyncio.sleep(0.2)
@@ -143,7 +141,7 @@ async def day(gb: float, spread: float) -> None:
             async def confirm(tag: str, delay: float) -> tuple[float, float]:
                 await asyncio.sleep(delay)
                 started = time.perf_counter()
-                click = await ws.click(DAY[tag], buttons[tag])
+                click = await ws.click(IDS[DAY[tag]], buttons[tag])
                 while not any(
                     r["text"].startswith(f"Published {tag}") for r in mock.responses(click.name)
                 ):

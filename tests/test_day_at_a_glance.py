@@ -175,8 +175,9 @@ async def test_what_does_not_fit_the_room_is_counted_in_a_last_line(world: World
 
 
 async def test_the_answer_is_built_from_what_was_seen_without_hashing(world: World) -> None:
-    """A scan has looked: /status lists only the staging folder (the open releases); before
-    any scan, one listing per release, as a scan's; never a hash."""
+    """Before any look, one listing of staging and one per release, as a scan's; once staging
+    was listed, nothing at all (a publish may hold the connection to staging for seconds);
+    never a hash."""
     calls: list[str] = []
 
     class Counting(LocalStorage):
@@ -204,7 +205,7 @@ async def test_the_answer_is_built_from_what_was_seen_without_hashing(world: Wor
     await glance(world)
 
     assert sorted(first) == ["list 3.14.1", "list 3.14.2", "list 3.15.0a2", "staged_tags"]
-    assert calls == ["staged_tags"]
+    assert calls == []
 
 
 def test_a_long_reason_is_cut_so_one_release_cannot_crowd_out_the_others() -> None:

@@ -120,6 +120,8 @@ class Gate:
         self.follow_ups: FollowUps = self._services.follow_ups  # told once files are hashed
         self.hashes: Hashes = self._services.observer.hashes  # hashing beside commands, scans
         self._clock = clock
+        # The folders the last listing of staging found (None: not listed yet).
+        self._staged_names: list[str] | None = None
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -175,8 +177,11 @@ class Gate:
 
     async def _glance(self, room: int | None) -> Reply:
         """``/status`` with no tag: a line per open release, from what was last seen (a
-        release not listed since the start is listed once, as a scan would)."""
-        tags = await self.open_tags()
+        release not listed since the start is listed once, as a scan would). The releases
+        are those of the last listing of staging, with the journal as it is now: a publish
+        holds the connection to staging for seconds, and the day at a glance never waits."""
+        names = self._staged_names
+        tags = await self.open_tags() if names is None else self._open_among(names)
         notes = await handlers.look_at_unlisted(self._services, tags)
         looks = [(tag, await self.observed(tag, ask=False)) for tag in tags]
         return handlers.glance(self._services, looks, notes, room)
@@ -234,7 +239,11 @@ class Gate:
     async def open_tags(self) -> list[ReleaseTag]:
         """Releases with a staging folder, or with history, not yet published, and something
         left to watch (see :meth:`recorded_open_tags`)."""
-        names = await self._services.observer.staged_tags()
+        self._staged_names = await self._services.observer.staged_tags()
+        return self._open_among(self._staged_names)
+
+    def _open_among(self, names: list[str]) -> list[ReleaseTag]:
+        """:meth:`open_tags` with staging's folders ``names`` (no I/O)."""
         tags = set()
         for name in names:
             try:
