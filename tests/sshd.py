@@ -56,6 +56,16 @@ class SshServer:
         host_public = " ".join(host_key.with_suffix(".pub").read_text().split()[:2])
         known_hosts.write_text(f"[127.0.0.1]:{port} {host_public}\n")
         config = root / "sshd_config"
+        # bash, started by sshd for a command, reads the account's ~/.bashrc: where that runs
+        # `pyenv init` (root's on the CI machine), each command costs 130 ms more and the
+        # commands of parallel tests wait on pyenv's rehash lock, printing its complaint on
+        # stderr. A shell one level down (SHLVL) skips it.
+        lines = extra_config.splitlines()
+        setenv = [
+            "SHLVL=1",
+            *(v for line in lines if line.startswith("SetEnv ") for v in line.split()[1:]),
+        ]
+        others = [line for line in lines if not line.startswith("SetEnv ")]
         config.write_text(
             "\n".join(
                 [
@@ -72,7 +82,9 @@ class SshServer:
                     "PermitRootLogin prohibit-password",
                     "Subsystem sftp internal-sftp",
                     "MaxStartups 100",
-                    extra_config,
+                    # sshd takes the first SetEnv line only: one line for all of them.
+                    "SetEnv " + " ".join(setenv),
+                    *others,
                     "",
                 ]
             )

@@ -120,8 +120,7 @@ class Gate:
         self.follow_ups: FollowUps = self._services.follow_ups  # told once files are hashed
         self.hashes: Hashes = self._services.observer.hashes  # hashing beside commands, scans
         self._clock = clock
-        # The folders the last listing of staging found (None: not listed yet).
-        self._staged_names: list[str] | None = None
+        self._staged_names: list[str] | None = None  # staging's folders, as last listed
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -176,10 +175,8 @@ class Gate:
                 )
 
     async def _glance(self, room: int | None) -> Reply:
-        """``/status`` with no tag: a line per open release, from what was last seen (a
-        release not listed since the start is listed once, as a scan would). The releases
-        are those of the last listing of staging, with the journal as it is now: a publish
-        holds the connection to staging for seconds, and the day at a glance never waits."""
+        """``/status`` with no tag: a line per open release, as last seen, and staging's folders
+        as last listed (a publish may hold the connection for seconds: this never waits)."""
         names = self._staged_names
         tags = await self.open_tags() if names is None else self._open_among(names)
         notes = await handlers.look_at_unlisted(self._services, tags)
@@ -237,8 +234,7 @@ class Gate:
                         await self._services.pipeline.run(state)
 
     async def open_tags(self) -> list[ReleaseTag]:
-        """Releases with a staging folder, or with history, not yet published, and something
-        left to watch (see :meth:`recorded_open_tags`)."""
+        """Releases staged, or recorded and still to watch (see :meth:`_watched`)."""
         self._staged_names = await self._services.observer.staged_tags()
         return self._open_among(self._staged_names)
 
