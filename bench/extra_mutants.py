@@ -14,7 +14,9 @@ makes those three kinds itself, with libcst, for each module a suite mutates:
   comprehension's ``if`` becomes ``True`` / ``False`` (not ``if TYPE_CHECKING`` nor a test
   that is already a literal; ternaries are left to mutmut, which forces them already);
 - ``pass``: a simple statement inside a function becomes ``pass`` (not a docstring or another
-  bare string, ``...``, ``pass`` itself: each is already nothing).
+  bare string, ``...``, ``pass`` itself, nor a function's last statement when it is ``return``
+  or ``return None``: each is already nothing; nor an ``assert``, which states what holds for
+  mypy and the reader: without it the code runs the same unless the assert could fail).
 
 Lines that match ``[tool.mutmut] do_not_mutate_patterns`` in pyproject.toml (log lines: what
 they say is not behaviour) are left alone, as mutmut leaves them.
@@ -132,9 +134,18 @@ def _always_equivalent(test: cst.BaseExpression) -> bool:
     return isinstance(test, cst.Name) and test.value == "TYPE_CHECKING"
 
 
+def _returns_none(statement: cst.BaseSmallStatement) -> bool:
+    if not isinstance(statement, cst.Return):
+        return False
+    return statement.value is None or (
+        isinstance(statement.value, cst.Name) and statement.value.value == "None"
+    )
+
+
 def _nothing(statement: cst.BaseSmallStatement) -> bool:
-    """A statement whose replacement by ``pass`` is itself: pass, a bare string, ``...``."""
-    if isinstance(statement, cst.Pass):
+    """A statement whose replacement by ``pass`` is itself: pass, a bare string, ``...``; or
+    an assert (of what holds: dropped, the code runs the same)."""
+    if isinstance(statement, cst.Pass | cst.Assert):
         return True
     return isinstance(statement, cst.Expr) and isinstance(
         statement.value, cst.SimpleString | cst.ConcatenatedString | cst.Ellipsis
@@ -153,6 +164,7 @@ class _Sites(cst.CSTVisitor):
         self.scope: list[str] = []
         self.functions = 0
         self.inner: set[int] = set()  # ids of BooleanOperations inside a chain already taken
+        self.last: set[int] = set()  # ids of a function's last `return None`, as good as pass
         self.sites: list[tuple[str, str, CodeRange, cst.CSTNode, cst.CSTNode]] = []
 
     def _add(self, kind: str, old: cst.CSTNode, new: cst.CSTNode) -> None:
@@ -171,6 +183,12 @@ class _Sites(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scope.append(node.name.value)
         self.functions += 1
+        # An indented body holds statement lines; a one-line `def f(): ...` small statements.
+        last: cst.CSTNode | None = node.body.body[-1] if node.body.body else None
+        if isinstance(last, cst.SimpleStatementLine):
+            last = last.body[-1]
+        if isinstance(last, cst.BaseSmallStatement) and _returns_none(last):
+            self.last.add(id(last))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scope.pop()
@@ -233,7 +251,7 @@ class _Sites(cst.CSTVisitor):
         if not self.functions:
             return
         for statement in body:
-            if not _nothing(statement):
+            if not _nothing(statement) and id(statement) not in self.last:
                 self._add("pass", statement, cst.Pass(semicolon=statement.semicolon))
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -595,9 +613,10 @@ def load(name: str) -> list[Verdict]:
     return [Verdict(**v) for v in json.loads(path.read_text(encoding="utf-8"))]
 
 
-def save(name: str, verdicts: list[Verdict]) -> None:
-    """The run's verdicts, merged into the last ones (a partial run replaces only its own)."""
-    merged = {v.ident: v for v in load(name)}
+def save(name: str, verdicts: list[Verdict], current: set[str]) -> None:
+    """The run's verdicts, merged into the last ones (a partial run replaces only its own);
+    a mutant the code no longer has (``current``: the ids made now) is dropped."""
+    merged = {v.ident: v for v in load(name) if v.ident in current}
     merged.update({v.ident: v for v in verdicts})
     path = results_file(name)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -630,6 +649,7 @@ def main() -> int:
             report(name, load(name), None)
             continue
         mutants = [m for path in modules_of(SUITES[name]) for m in mutants_of(path)]
+        current = {m.ident for m in mutants}
         if args.again:
             known = equivalents()
             last = {
@@ -646,7 +666,7 @@ def main() -> int:
         started = time.monotonic()
         verdicts = run_suite(name, mutants, max(1, args.jobs), args.confirm)
         minutes = (time.monotonic() - started) / 60
-        save(name, verdicts)
+        save(name, verdicts, current)
         print(f"{name}: {len(verdicts)} mutants ran in {minutes:.1f} min (--jobs {args.jobs})")
         report(name, load(name), minutes)
     return 0
