@@ -524,7 +524,9 @@ def run_mutant(
     )
 
 
-def run_suite(name: str, mutants: list[Mutant], jobs: int, confirm: bool) -> list[Verdict]:
+def run_suite(
+    name: str, mutants: list[Mutant], jobs: int, confirm: bool, current: set[str]
+) -> list[Verdict]:
     suite = SUITES[name]
     first = scratch(RUNS / name / "w0")
     check_imports(first)
@@ -548,8 +550,9 @@ def run_suite(name: str, mutants: list[Mutant], jobs: int, confirm: bool) -> lis
             verdicts.append(verdict)
             if verdict.status not in ("killed",):
                 print(f"  {verdict.status}: {mutant.ident}  {mutant.old} -> {mutant.new}")
-            if len(verdicts) % 25 == 0:
+            if len(verdicts) % 25 == 0:  # kept as they come: a run stopped early still counts
                 print(f"  {len(verdicts)} of {len(mutants)} done")
+                save(name, verdicts, current)
         return verdict
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -664,7 +667,7 @@ def main() -> int:
             print(f"{name}: no mutants to run")
             continue
         started = time.monotonic()
-        verdicts = run_suite(name, mutants, max(1, args.jobs), args.confirm)
+        verdicts = run_suite(name, mutants, max(1, args.jobs), args.confirm, current)
         minutes = (time.monotonic() - started) / 60
         save(name, verdicts, current)
         print(f"{name}: {len(verdicts)} mutants ran in {minutes:.1f} min (--jobs {args.jobs})")
