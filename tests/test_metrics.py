@@ -9,6 +9,7 @@ from prometheus_client.samples import Sample
 
 from bot import __version__
 from bot.metrics import REFUSAL_REASONS, Metrics
+from bot.service.gate import Gate
 from tests.conftest import World
 
 
@@ -93,3 +94,15 @@ async def test_the_gate_counts_commands_and_refusals_by_reason(world: World) -> 
     assert value(m, "relbot_commands_total", command="status") == 1
     assert value(m, "relbot_scans_total") == 1
     assert value(m, "relbot_last_successful_scan_timestamp_seconds") == world.clock.now
+
+
+async def test_the_gate_counts_into_the_metrics_it_is_given(world: World) -> None:
+    """bot.app.build_gate hands the gate the Metrics the health server serves at /metrics:
+    the gate must count into that one, not into one of its own."""
+    served = Metrics()
+    gate = Gate(world.config, world.store, world.conn, metrics=served, clock=world.clock)
+
+    await gate.handle("slack", "U999", "/ready source 3.14.1")  # not on the team
+
+    assert gate.metrics is served
+    assert value(served, "relbot_refusals_total", reason="not_on_team") == 1

@@ -40,8 +40,10 @@ class StagedFile:
 
     @property
     def is_empty_folder(self) -> bool:
-        """An empty folder: listed so that no promotion carries it along; nothing to judge."""
-        return self.path.endswith("/") and self.problem == EMPTY_FOLDER
+        """An empty folder: listed so that no promotion carries it along; nothing to judge.
+        Only the walk gives an entry that problem (storage.listing.empty_folder), always with
+        the folder's path, which ends with ``/``."""
+        return self.problem == EMPTY_FOLDER
 
     @property
     def is_sparse(self) -> bool:

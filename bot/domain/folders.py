@@ -6,7 +6,7 @@ server resolves (:mod:`bot.storage.overlap`)."""
 from __future__ import annotations
 
 import posixpath
-from pathlib import PurePath, PurePosixPath
+from pathlib import PurePath
 
 
 def folders_overlap(staging: PurePath, public: PurePath) -> bool:
@@ -25,9 +25,8 @@ def server_path(path: str) -> str:
 
 
 def _as_read(path: PurePath) -> PurePath:
-    if isinstance(path, PurePosixPath):
-        return type(path)(server_path(str(path)))
-    return path
+    # relbot runs on POSIX: both callers pass PurePosixPath or Path (a PosixPath).
+    return type(path)(server_path(str(path)))
 
 
 def overlap_message(staging: str, public: str) -> str:

@@ -210,7 +210,7 @@ def compute_readiness(
                 status, note = FileStatus.NOT_REGULAR, _A_FOLDER
         else:
             status, note = judged(entry)
-        if entry is not None and path in public:
+        if path in public:  # staged again (when it is not, the loop went on above)
             status = FileStatus.ALREADY_PUBLIC
         per_role[role].append(
             FileReadiness(

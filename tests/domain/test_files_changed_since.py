@@ -36,6 +36,21 @@ def test_a_file_replaced_by_a_symlink_is_changed_without_hashing() -> None:
     assert changed_since((A, B), listing, {}) == ["a.tgz"]
 
 
+def test_a_file_replaced_by_a_symlink_is_never_hashed_even_when_its_mtime_moved() -> None:
+    listing = {"a.tgz": staged(A, mtime=3.0, regular=False), "b.tgz": staged(B)}
+
+    assert needs_digest((A, B), listing) == []
+    assert changed_since((A, B), listing, {}) == ["a.tgz"]
+
+
+def test_a_file_whose_size_moved_but_not_its_mtime_is_changed_without_hashing() -> None:
+    # A copy that keeps the times (rsync --times, cp -p) of a file of another length.
+    listing = {"a.tgz": staged(A), "b.tgz": staged(B, size=B.size + 1)}
+
+    assert needs_digest((A, B), listing) == []
+    assert changed_since((A, B), listing, {}) == ["b.tgz"]
+
+
 def test_a_file_whose_mtime_moved_is_hashed_and_changed_if_its_content_differs() -> None:
     listing = {"a.tgz": staged(A), "b.tgz": staged(B, mtime=3.0)}
 

@@ -10,17 +10,20 @@ from collections.abc import Iterable
 import pytest
 
 from bot.domain.claims import Claim, Hold, Withdrawal
-from bot.domain.files import StagedFile
+from bot.domain.files import CROWDED, EMPTY_FOLDER, StagedFile
 from bot.domain.profile import Profile, load_profile
 from bot.domain.readiness import (
+    NAMED,
     FileReadiness,
     FileStatus,
     Readiness,
     compute_readiness,
     described,
 )
+from bot.domain.signing import SignatureResult, SignatureStatus
 from bot.domain.tags import ReleaseTag
 from bot.domain.waivers import Waiver
+from bot.domain.windows_index import IndexVerdict
 
 TAG = ReleaseTag.parse("3.14.1")
 T0 = 1_800_000_000.0
@@ -289,6 +292,127 @@ def test_a_release_with_every_role_claimed_and_complete_is_publishable(cpython: 
     assert readiness.claimed_roles == 4
 
 
+SIGNATURES = (
+    SignatureResult("Python-3.14.1.tgz", SignatureStatus.INVALID, "signed by mallory"),
+    SignatureResult("Python-3.14.1.tar.xz", SignatureStatus.MISSING),
+    SignatureResult("python-3.14.1-docs.pdf", SignatureStatus.VALID),
+)
+
+
+def publishable_release(profile: Profile) -> Readiness:
+    listing = complete_listing(profile)
+    return compute_readiness(
+        profile, TAG, listing, previous=listing, claims=claims_for(profile.roles)
+    )
+
+
+def test_a_signature_that_does_not_verify_blocks_where_signatures_are_required(
+    cpython: Profile,
+) -> None:
+    """A missing one does not (it is signed at the confirmation); where signatures are not
+    required, a bad one is named (signature_problems) but does not block."""
+    signed = dataclasses.replace(
+        publishable_release(cpython), signatures=SIGNATURES, signatures_required=True
+    )
+
+    assert signed.blockers == ["signature of Python-3.14.1.tgz: signed by mallory"]
+    assert signed.invalid_signatures == SIGNATURES[:1]
+    assert signed.signature_problems == SIGNATURES[:2]
+    unsigned = dataclasses.replace(signed, signatures_required=False)
+    assert unsigned.blockers == [] and unsigned.publishable
+    assert unsigned.signature_problems == SIGNATURES[:1]
+
+
+def test_the_install_index_s_reasons_block_the_release_and_an_index_left_alone_does_not(
+    cpython: Profile,
+) -> None:
+    release = publishable_release(cpython)
+    wrong = IndexVerdict(True, ("index-windows.json no longer lists 3.14.0",))
+
+    assert dataclasses.replace(release, install_index=wrong).blockers == [
+        "index-windows.json no longer lists 3.14.0"
+    ]
+    assert dataclasses.replace(release, install_index=IndexVerdict(False)).publishable
+
+
+def test_an_empty_folder_in_staging_neither_blocks_nor_joins_a_role(cpython: Profile) -> None:
+    empty = StagedFile("extras/", 0, 0.0, regular=False, problem=EMPTY_FOLDER)
+    listing = with_files(complete_listing(cpython), empty)
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims_for(cpython.roles)
+    )
+
+    assert readiness.stray == () and readiness.blockers == []
+    assert "extras/" not in [f.path for role in readiness.roles for f in role.files]
+
+
+def test_past_twenty_unexpected_entries_the_blockers_name_twenty_and_count_the_rest(
+    cpython: Profile,
+) -> None:
+    junk = [StagedFile(f"junk-{i:02}.txt", 1, T0) for i in range(NAMED + 3)]
+    listing = with_files(complete_listing(cpython), *junk)
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims_for(cpython.roles)
+    )
+
+    staging = [b for b in readiness.blockers if b.startswith("staging: ")]
+    assert len(staging) == NAMED + 1
+    assert staging[0] == "staging: junk-00.txt (unexpected)"
+    assert staging[-1] == "staging: 3 more unexpected entries"
+
+
+def test_only_a_crowded_release_folder_makes_a_file_not_seen_not_listed_rather_than_missing(
+    cpython: Profile,
+) -> None:
+    """A walk that stopped at its budget may have missed the file; a folder that is a link,
+    or cannot be read, has its own blocker, and its files are missing."""
+    path = "python-3.14.1-arm64.exe"
+    listing = without(complete_listing(cpython), path)
+    crowded = StagedFile("", 0, 0.0, regular=False, problem=f"{CROWDED} 10,000 files")
+    unreadable = StagedFile("", 0, 0.0, regular=False, problem="cannot be read (EACCES)")
+    linked = StagedFile("", 0, 0.0, regular=False, problem="is a symbolic link to /x")
+
+    seen = {
+        folder.problem: status_of(readiness_of(cpython, with_files(listing, folder), None), path)
+        for folder in (crowded, unreadable, linked)
+    }
+
+    assert list(seen.values()) == [FileStatus.NOT_LISTED, FileStatus.MISSING, FileStatus.MISSING]
+
+
+def test_an_unreadable_folder_inside_a_role_s_folder_is_a_staging_problem_not_the_role_s(
+    cpython: Profile,
+) -> None:
+    folder = StagedFile("amd64/x/", 0, 0.0, regular=False, problem="a folder that cannot be read")
+    listing = with_files(complete_listing(cpython), folder)
+
+    readiness = readiness_of(cpython, listing, listing)
+
+    assert [f.path for f in readiness.stray] == ["amd64/x/"]
+    assert readiness.role("windows").complete
+    assert "staging: amd64/x/ (a folder that cannot be read)" in readiness.blockers
+
+
+def test_a_role_whose_every_file_is_waived_one_by_one_still_needs_its_ready(
+    cpython: Profile,
+) -> None:
+    """Only a waiver of the role itself excuses a role; with nothing of it published
+    earlier, a role with no file left is not 'already public'."""
+    listing = without(complete_listing(cpython), "python-3.14.1-macos11.pkg")
+    waived = Waiver("python-3.14.1-macos11.pkg", is_role=False, person="hugo")
+    claims = claims_for(r for r in cpython.roles if r != "macos")
+
+    readiness = compute_readiness(
+        cpython, TAG, listing, previous=listing, claims=claims, waivers=(waived,)
+    )
+
+    assert readiness.role("macos").files == ()
+    assert not readiness.role("macos").already_public
+    assert readiness.blockers == ["macos: nobody said /ready macos 3.14.1"]
+
+
 def test_a_claimed_role_whose_file_went_missing_blocks_with_the_file_named(
     cpython: Profile,
 ) -> None:
@@ -458,6 +582,42 @@ def test_a_waived_unexpected_file_is_published_with_the_role_staging_at_the_top(
         readiness.role("source").files
     )
     assert [f.path for f in readiness.stray] == ["zz.txt"]  # judged after it, still stray
+
+
+def test_a_waived_required_file_staged_after_all_is_published_with_its_role(
+    cpython: Profile,
+) -> None:
+    listing = complete_listing(cpython)
+    waived = Waiver("python-3.14.1-arm64.exe", is_role=False, person="hugo")
+
+    readiness = compute_readiness(cpython, TAG, listing, previous=listing, waivers=(waived,))
+
+    arm64 = file_of(readiness, "python-3.14.1-arm64.exe")
+    assert (arm64.status, arm64.role, arm64.required) == (FileStatus.PRESENT, "windows", False)
+    assert arm64 in readiness.role("windows").present
+
+
+def test_a_waived_optional_file_keeps_its_own_role(cpython: Profile) -> None:
+    """Only an unexpected file takes the role of the folder it is in: the embeddable zip is
+    the windows role's, though windows stages at the top after source."""
+    listing = with_files(complete_listing(cpython), StagedFile("python-3.14.1-amd64.zip", 7, T0))
+    waived = Waiver("python-3.14.1-amd64.zip", is_role=False, person="hugo")
+
+    readiness = compute_readiness(cpython, TAG, listing, previous=listing, waivers=(waived,))
+
+    assert file_of(readiness, "python-3.14.1-amd64.zip").role == "windows"
+
+
+def test_a_waived_partial_upload_is_still_a_staging_problem(cpython: Profile) -> None:
+    """A name uploaders use while a transfer is under way is never published, waived or not:
+    the file it becomes is a new name."""
+    listing = with_files(complete_listing(cpython), StagedFile("notes.txt.part", 10, T0))
+    waived = Waiver("notes.txt.part", is_role=False, person="hugo")
+
+    readiness = compute_readiness(cpython, TAG, listing, previous=listing, waivers=(waived,))
+
+    assert [f.path for f in readiness.stray] == ["notes.txt.part"]
+    assert "notes.txt.part" not in [f.path for f in readiness.role("source").files]
 
 
 def test_a_waived_entry_storage_could_not_take_as_a_file_still_blocks_with_its_reason(

@@ -7,7 +7,14 @@ import pytest
 
 from bot.domain.profile import Profile, load_profile
 from bot.domain.tags import ReleaseTag
-from bot.domain.waivers import Waiver, WaiverError, owner_of, resolve_target
+from bot.domain.waivers import (
+    Waiver,
+    WaiverError,
+    owner_of,
+    resolve_target,
+    waived_paths,
+    waived_roles,
+)
 
 TAG = ReleaseTag.parse("3.14.1")
 
@@ -55,6 +62,23 @@ def test_with_no_role_staging_at_the_top_a_waived_top_file_belongs_to_the_first_
     assert nested.roles_for(TAG)[0] == "source"
     assert owner_of(nested, TAG, "python-3.14.1-README.txt") == "source"
     assert owner_of(nested, TAG, "windows/python-3.14.1-README.txt") == "windows"
+
+
+def test_a_waived_top_file_belongs_to_the_first_role_staging_at_the_top_not_the_first_role(
+    profile: Profile,
+) -> None:
+    roles = dict(profile.spec.roles)
+    roles["source"] = roles["source"].model_copy(update={"folder": "src"})
+    moved = Profile(profile.spec.model_copy(update={"roles": roles}))
+    assert moved.roles_for(TAG)[:3] == ("source", "docs", "windows")
+    assert owner_of(moved, TAG, "python-3.14.1-README.txt") == "windows"
+
+
+def test_a_role_waiver_does_not_waive_a_file_named_like_the_role() -> None:
+    waivers = [Waiver("windows", True, "hugo"), Waiver("notes.txt", False, "hugo")]
+
+    assert waived_paths(waivers) == {"notes.txt"}
+    assert set(waived_roles(waivers)) == {"windows"}
 
 
 def test_a_waiver_names_its_target_who_waived_it_and_why() -> None:

@@ -162,3 +162,15 @@ def test_a_plan_records_the_live_copy_it_replaces_and_is_bound_to_it() -> None:
     assert moved.digest != plan.digest  # another live copy: another confirmation
     # A plan replacing nothing keeps the digest and the JSON it always had.
     assert "replaces" not in plan_to_json(PublishPlan(TAG, (exe,)))["files"][0]
+
+
+def test_a_plan_replacing_nothing_keeps_the_digest_it_always_had() -> None:
+    """The digest names a publish for good: the announcement carries its first 16 digits as
+    the mark a restarted bot looks for before posting again, and the journal keeps the
+    confirmed one. A plan with no install index must keep the digest that plans had before
+    replacements existed, or a bot upgraded mid-publish would announce the release twice."""
+    from bot.domain.plan import PlanFile, PublishPlan
+
+    exe = PlanFile("python-3.14.2.exe", "3.14.2/python-3.14.2.exe", "windows", 3, "e" * 64)
+    digest = "667440fb3cd927b5cff7a050cd37887e5569635c55726328edbc572bfe04b402"
+    assert PublishPlan(TAG, (exe,)).digest == digest
