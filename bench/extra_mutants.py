@@ -77,7 +77,10 @@ from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
-from mutation_score import SUITES, Suite, changed_lines, row
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.mutation_score import SUITES, Suite, changed_lines, row
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / ".mutation" / "extra"

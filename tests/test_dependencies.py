@@ -51,7 +51,7 @@ def imported(*folders: str) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize(
     ("folders", "extras"),
-    [(("bot", "adapters"), ()), (("tests", "bench"), ("test",))],
+    [(("bot", "adapters"), ()), (("tests", "bench"), ("test", "mutation"))],
     ids=["package", "tests"],
 )
 def test_every_imported_distribution_is_declared(
