@@ -1,0 +1,185 @@
+"""A scan's one look at every open release over SFTP (``list_all_staging``): one command on
+the server for all of them, each release's listing exactly what ``list_staging`` walks folder
+by folder, hostile entries included; where the server runs no commands, each release is
+listed on its own as before."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.domain.files import RELEASE_FOLDER, Listing
+from bot.domain.tags import ReleaseTag
+from bot.storage import walk
+from bot.storage.sftp import SftpStorage
+from tests.hostile_files import deep_tree_for
+from tests.sshd import SshServer
+from tests.storage.conftest import as_uploader, sftp_storage
+from tests.uploader import Uploader
+
+TAGS = [ReleaseTag.parse(t) for t in ("3.14.1", "3.14.2", "3.14.3", "3.13.9", "3.15.0a1")]
+
+
+def one_by_one(storage: SftpStorage, tags: list[ReleaseTag]) -> dict[str, Listing | None]:
+    return {str(tag): storage.list_staging(tag) for tag in tags}
+
+
+def without_allocation(listings: Mapping[str, Listing | None]) -> dict[str, Listing | None]:
+    """The listings with the bytes on disk forgotten: SFTP's attributes do not carry them,
+    the server's ``find`` does (the rest must be the same)."""
+    return {
+        name: None if found is None else {p: replace(f, allocated=None) for p, f in found.items()}
+        for name, found in listings.items()
+    }
+
+
+def at_once(storage: SftpStorage, tags: list[ReleaseTag]) -> Mapping[str, Listing | None]:
+    """``list_all_staging``, and what it cost: one command, nothing else."""
+    before = Counter(storage.requests)
+    found = storage.list_all_staging(tags)
+    spent = Counter(storage.requests) - before
+    assert spent == {"exec": 1}, (spent, found)
+    return found
+
+
+def hostile_staging(staging: Path, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Every odd thing an uploader can leave, spread over releases."""
+    one = staging / "3.14.1"
+    (one / "docs" / "a").mkdir(parents=True)
+    (one / "Python-3.14.1.tgz").write_bytes(b"tarball")
+    (one / "docs" / "a" / "b.html").write_bytes(b"<p>")
+    (one / "two\nlines.txt").write_bytes(b"x")
+    (one / "with spaces and 'quotes' $(x).txt").write_bytes(b"x")
+    (one / os.fsdecode(b"bad\xffname.txt")).write_bytes(b"x")
+    (one / os.fsdecode(b"odd\xfefolder")).mkdir()
+    (one / os.fsdecode(b"odd\xfefolder") / "inside.txt").write_bytes(b"x")
+    (one / "python-3.14.1.exe").symlink_to("/etc/passwd")
+    (one / "python-3.14.1-arm64.exe").symlink_to("/dev/zero")
+    os.mkfifo(one / "python-3.14.1-amd64.exe")
+    (one / "Python-3.14.1.tar.xz").mkdir()  # a folder named like a file
+    (one / "Python-3.14.1.tar.xz" / "x").write_bytes(b"x")
+    (one / "junk" / "deeper").mkdir(parents=True)  # an empty folder
+    (one / "etc").symlink_to("/etc")
+    with open(one / "Python-3.14.1.tgz.sigstore", "wb") as f:  # a sparse file
+        f.truncate(3 << 30)
+    os.link(one / "Python-3.14.1.tgz", tmp_path / "kept-elsewhere.tgz")
+    deep_tree_for(request, one / "deep", 60)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "Python-3.14.2.tgz").write_bytes(b"x")
+    (staging / "3.14.2").symlink_to(elsewhere)  # a release folder that is a link
+    (staging / "3.13.9").mkdir()  # an empty release folder
+    (staging / "3.15.0a1").write_bytes(b"a file named like a release")
+    # 3.14.3: nothing staged
+
+
+def test_every_hostile_entry_reads_the_same_from_the_one_command(
+    sshd: SshServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    staging.mkdir()
+    public.mkdir()
+    hostile_staging(staging, request, tmp_path)
+    storage = sftp_storage(sshd, staging, public)
+    try:
+        storage.list_all_staging(TAGS)  # the connection, and whether it runs commands
+        found = at_once(storage, TAGS)
+        walked = one_by_one(storage, TAGS)
+    finally:
+        storage.close()
+
+    assert without_allocation(found) == without_allocation(walked)
+    one = found["3.14.1"]
+    assert one is not None
+    assert "two\\nlines.txt" in one and "bad\\xffname.txt" in one
+    assert one["Python-3.14.1.tgz.sigstore"].is_sparse  # the server's blocks say so
+    assert one["Python-3.14.1.tgz"].links == 2
+    assert found["3.14.3"] is None
+    linked = found["3.14.2"]
+    assert linked is not None and "symbolic link" in linked[RELEASE_FOLDER].problem
+
+
+def test_a_release_past_the_entry_budget_is_crowded_the_others_listed(
+    sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    for n in range(30):
+        path = staging / "3.14.1" / "junk" / f"{n:02d}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    (staging / "3.14.2").mkdir()
+    (staging / "3.14.2" / "Python-3.14.2.tgz").write_bytes(b"ok")
+    public.mkdir()
+    monkeypatch.setattr(walk, "MAX_ENTRIES", 20)
+    storage = sftp_storage(sshd, staging, public)
+    tags = TAGS[:2]
+    try:
+        storage.list_all_staging(tags)
+        before = Counter(storage.requests)
+        found = storage.list_all_staging(tags)
+        spent = Counter(storage.requests) - before
+        walked = one_by_one(storage, tags)
+    finally:
+        storage.close()
+
+    crowded = found["3.14.1"]
+    assert crowded is not None and len(crowded) <= 21
+    assert crowded[RELEASE_FOLDER].problem.startswith("holds more than 20 files and folders")
+    assert list(found["3.14.2"] or {}) == ["Python-3.14.2.tgz"]
+    assert without_allocation(found) == without_allocation(walked)
+    assert spent["exec"] == 1  # the crowded release is then walked folder by folder
+
+
+def test_an_unreadable_folder_reads_the_same_from_the_one_command(
+    sshd: SshServer, uploader: Uploader, shared_root: Path
+) -> None:
+    staging, public = shared_root / "staging", shared_root / "public"
+    (staging / "3.14.1" / "amd64").mkdir(parents=True)
+    (staging / "3.14.1" / "amd64" / "python.exe").write_bytes(b"x")
+    (staging / "3.14.1" / "Python-3.14.1.tgz").write_bytes(b"x")
+    (staging / "3.14.2").mkdir()
+    (staging / "3.14.2" / "Python-3.14.2.tgz").write_bytes(b"x")
+    public.mkdir()
+    for folder, dirs, files in os.walk(shared_root):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.chown(name, uploader.uid, uploader.gid)
+    (staging / "3.14.1" / "amd64").chmod(0)
+    (staging / "3.14.2").chmod(0)  # a whole release folder
+    storage = as_uploader(sshd, uploader, staging, public)
+    tags = TAGS[:2]
+    try:
+        storage.list_all_staging(tags)
+        found = at_once(storage, tags)
+        walked = one_by_one(storage, tags)
+    finally:
+        storage.close()
+
+    assert without_allocation(found) == without_allocation(walked)
+    assert found["3.14.1"] is not None and found["3.14.2"] is not None
+    assert {p: f.problem for p, f in found["3.14.1"].items()} == {
+        "Python-3.14.1.tgz": "",
+        "amd64/": "a folder that cannot be read: Permission denied",
+    }
+    assert found["3.14.2"][RELEASE_FOLDER].problem == "cannot be read (Permission denied)"
+
+
+def test_without_commands_each_release_is_listed_on_its_own(
+    sftp_only_sshd: SshServer, tmp_path: Path
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    (staging / "3.14.1").mkdir(parents=True)
+    (staging / "3.14.1" / "Python-3.14.1.tgz").write_bytes(b"x")
+    public.mkdir()
+    storage = sftp_storage(sftp_only_sshd, staging, public)
+    try:
+        storage.list_all_staging(TAGS)
+        before = Counter(storage.requests)
+        assert storage.list_all_staging(TAGS) == {}
+        assert Counter(storage.requests) - before == {}  # nothing tried: no command runs
+    finally:
+        storage.close()
