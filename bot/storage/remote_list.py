@@ -97,20 +97,18 @@ def output_limit(names: Sequence[str]) -> int:
 
 def list_trees(
     link: SshLink, conn: Connection, staging: str, names: Sequence[str]
-) -> dict[str, Tree]:
+) -> dict[str, Tree] | None:
     """The trees of the release folders ``names`` in ``staging``, by name, from one command
     on the server; a name missing from the answer is one the bot must walk folder by folder
-    (cut at the budget, a folder that vanished or failed while it was listed), and the
-    answer is empty when the command's output is not what the bot expects."""
-    if not names:
-        return {}
+    (cut at the budget, a folder that vanished or failed while it was listed). None when
+    the command failed or its output is not what the bot expects (past the limit, say)."""
     status, out, _err = link.exec(conn, command(staging, names), limit=output_limit(names))
-    if status != 0:  # past the limit too (PAST_LIMIT): every release is walked instead
-        return {}
+    if status != 0:  # past the limit too (PAST_LIMIT)
+        return None
     try:
         return parse(out, names)
     except ValueError:
-        return {}
+        return None
 
 
 def parse(out: bytes, names: Sequence[str]) -> dict[str, Tree]:

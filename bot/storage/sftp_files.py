@@ -70,7 +70,7 @@ def list_releases(
     if not names or not fs.runs_commands:
         return {}
     trees = remote_list.list_trees(fs.ssh, fs.conn, staging, names)
-    if not trees:
+    if trees is None:
         return {}
     found: dict[str, dict[str, StagedFile] | None] = {}
     for name in names:

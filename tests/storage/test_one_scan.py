@@ -5,21 +5,25 @@ listed on its own as before."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from bot.domain.files import RELEASE_FOLDER, Listing
+from bot.domain.files import RELEASE_FOLDER, Listing, StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.storage import walk
 from bot.storage.sftp import SftpStorage
+from tests.conftest import World
 from tests.hostile_files import deep_tree_for
 from tests.sshd import SshServer
 from tests.storage.conftest import as_uploader, sftp_storage
+from tests.storage.test_gate_over_sftp import sftp_world
 from tests.uploader import Uploader
 
 TAGS = [ReleaseTag.parse(t) for t in ("3.14.1", "3.14.2", "3.14.3", "3.13.9", "3.15.0a1")]
@@ -183,3 +187,78 @@ def test_without_commands_each_release_is_listed_on_its_own(
         assert Counter(storage.requests) - before == {}  # nothing tried: no command runs
     finally:
         storage.close()
+
+
+# -- the scan over the real gate --------------------------------------------------------------
+
+FIVE = ["3.14.1", "3.13.10", "3.12.12", "3.15.0a3", "3.14.2rc1"]
+
+
+def five_releases(world: World) -> None:
+    """Five releases staged at once, ~60 files each (every required file, docs pages)."""
+    for tag in FIVE:
+        written = world.stage(tag)
+        for n in range(60 - len(written)):
+            world.write(tag, f"docs/page-{n:02d}.html", f"page {n} of {tag}")
+
+
+class OneByOne(SftpStorage):
+    """The scan as it was: every release listed on its own."""
+
+    def list_all_staging(
+        self, tags: Sequence[ReleaseTag]
+    ) -> dict[str, dict[str, StagedFile] | None]:
+        return {}
+
+
+def steady_scan(world: World) -> tuple[Counter[str], dict[str, Listing | None]]:
+    """The round trips of a scan after the first two (the connection, the hashes), and what
+    it listed of each release."""
+    storage = world.storage
+    assert isinstance(storage, SftpStorage)
+    for _ in range(2):
+        asyncio.run(world.gate.scan())
+    before = Counter(storage.requests)
+    asyncio.run(world.gate.scan())
+    spent = Counter(storage.requests) - before
+    looks = world.gate.looks()  # per release: its name, its listing, ... (7 parts)
+    seen = {str(looks[i]): cast("Listing | None", looks[i + 1]) for i in range(0, len(looks), 7)}
+    return spent, seen
+
+
+@pytest.mark.parametrize("cls", [SftpStorage, OneByOne], ids=["one-look", "one-by-one"])
+def test_a_scan_of_five_releases_of_60_files_costs_two_round_trips(
+    sshd: SshServer, tmp_path: Path, cls: type[SftpStorage]
+) -> None:
+    world = sftp_world(tmp_path, sshd, cls)
+    five_releases(world)
+    try:
+        spent, seen = steady_scan(world)
+    finally:
+        world.storage.close()  # type: ignore[attr-defined]
+
+    assert all(listing is not None and len(listing) >= 60 for listing in seen.values())
+    if cls is SftpStorage:  # the listing of staging, and one command for every release
+        assert spent == {"listdir": 1, "exec": 1}
+    else:  # as before: a listing of staging, then an lstat and a listing per folder
+        assert spent["listdir"] > 5 and spent["stat"] == 5
+
+
+def test_without_commands_the_scan_lists_each_release_as_before(
+    sftp_only_sshd: SshServer, tmp_path: Path
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one_look = sftp_world(tmp_path / "a", sftp_only_sshd)
+    one_by_one = sftp_world(tmp_path / "b", sftp_only_sshd, OneByOne)
+    for world in (one_look, one_by_one):
+        five_releases(world)
+    try:
+        spent, seen = steady_scan(one_look)
+        spent_before, seen_before = steady_scan(one_by_one)
+    finally:
+        one_look.storage.close()  # type: ignore[attr-defined]
+        one_by_one.storage.close()  # type: ignore[attr-defined]
+
+    assert spent == spent_before and spent["exec"] == 0
+    assert seen == seen_before and all(seen.values())
