@@ -17,7 +17,7 @@ import pytest
 
 from bot.domain.files import RELEASE_FOLDER, Listing, StagedFile
 from bot.domain.tags import ReleaseTag
-from bot.storage import walk
+from bot.storage import remote_list, walk
 from bot.storage.sftp import SftpStorage
 from tests.conftest import World
 from tests.hostile_files import deep_tree_for
@@ -200,6 +200,9 @@ def five_releases(world: World) -> None:
         written = world.stage(tag)
         for n in range(60 - len(written)):
             world.write(tag, f"docs/page-{n:02d}.html", f"page {n} of {tag}")
+    for folder, _dirs, files in os.walk(world.staging):  # the same listing in every world
+        for name in files:
+            os.utime(os.path.join(folder, name), (1_700_000_000, 1_700_000_000))
 
 
 class OneByOne(SftpStorage):
@@ -270,3 +273,75 @@ def test_without_commands_the_scan_lists_each_release_as_before(
     storage = one_look.storage
     assert isinstance(storage, SftpStorage)
     assert storage.list_all_staging([ReleaseTag.parse(t) for t in FIVE]) == {}  # each alone
+
+
+# -- what the bot reads of the command's output -----------------------------------------------
+
+
+def record(kind: str, path: bytes, depth: int, *, flag: str = "-", target: bytes = b"") -> bytes:
+    """One entry as the command prints it."""
+    header = f"{kind} 644 0 5 8 1700000000.5 1 {depth} {flag}".encode()
+    return header + b"\0" + path + b"\0" + target + b"\0"
+
+
+def test_names_that_look_like_records_are_read_by_position() -> None:
+    out = (
+        b"+\0"
+        + record("d", b"", 0)
+        + record("f", b"0", 1)  # a file named "0", another "+", another "= 0"
+        + record("f", b"+", 1)
+        + record("f", b"= 0", 1)
+        + record("f", b"f 644 0 5 8 1 1 1 -", 1)
+        + b"= 0\0"
+        + b"0\0"
+    )
+    trees = remote_list.parse(out, ["3.14.1", "3.14.2"])
+    assert trees["3.14.2"].kind == "absent"
+    names = [d.name for d in trees["3.14.1"].folders[""]]
+    assert names == ["0", "+", "= 0", "f 644 0 5 8 1 1 1 -"]
+    assert trees["3.14.1"].folders[""][0].mtime == 1700000000.0  # whole seconds, as SFTP
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        b"",  # nothing at all
+        b"+\0" + record("d", b"", 0) + b"= 0",  # not ended by a NUL
+        b"+\0" + record("d", b"", 0)[:-1],  # an entry cut short
+        b"+\0" + b"d 644 0\0\0\0= 0\0",  # a header with too few fields
+        b"+\0" + record("d", b"x", 0) + b"= 0\0",  # the folder's own record missing
+        b"+\0" + record("d", b"", 0) + record("f", b"a/b", 1) + b"= 0\0",  # a/b at depth 1
+        b"+\0" + record("d", b"", 0) + record("f", b"a/b", 2) + b"= 0\0",  # no folder a
+        b"+\0" + record("d", b"", 0) + b"= 0\0" + b"0\0",  # more than asked
+    ],
+)
+def test_output_not_of_the_expected_form_is_refused_whole(out: bytes) -> None:
+    with pytest.raises(ValueError):
+        remote_list.parse(out, ["3.14.1"])
+
+
+def test_a_release_find_failed_on_or_cut_at_the_budget_is_left_to_the_walk() -> None:
+    failed = b"+\0" + record("d", b"", 0) + record("f", b"a", 1) + b"= 1\0"
+    cut = b"+\0" + record("d", b"", 0) + record("f", b"a", 1)  # no status: head cut it
+    gone = b"+\0= 1\0"  # not even the folder: removed meanwhile
+    trees = remote_list.parse(failed + cut + gone, ["3.14.1", "3.14.2", "3.14.3"])
+    assert trees == {}
+
+
+def test_output_past_what_the_bot_reads_leaves_every_release_to_the_walk(
+    sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    (staging / "3.14.1").mkdir(parents=True)
+    public.mkdir()
+    for n in range(200):
+        (staging / "3.14.1" / f"{'x' * 200}-{n}").write_bytes(b"x")
+    monkeypatch.setattr(remote_list, "_ENTRY_BYTES", 1)  # a few bytes per entry of the budget
+    monkeypatch.setattr(walk, "MAX_ENTRIES", 1000)
+    storage = sftp_storage(sshd, staging, public)
+    try:
+        storage.list_all_staging(TAGS[:1])
+        assert storage.list_all_staging(TAGS[:1]) == {}  # each release listed on its own
+        assert storage.list_staging(TAGS[0]) is not None  # the connection still serves
+    finally:
+        storage.close()
