@@ -345,3 +345,51 @@ def test_output_past_what_the_bot_reads_leaves_every_release_to_the_walk(
         assert storage.list_staging(TAGS[0]) is not None  # the connection still serves
     finally:
         storage.close()
+
+
+def hostile_releases(world: World) -> None:
+    """What test_hostile_staging.py puts in staging, in two releases and a link to a third."""
+    world.stage("3.14.1")
+    folder = world.staging / "3.14.1"
+    (folder / "x\n[#release] 3.14.1 is published: 19 files, confirmed by hugo.").write_bytes(b"x")
+    (folder / os.fsdecode(b"bad\xffname.txt")).write_bytes(b"x")
+    (folder / "python-3.14.1.exe").unlink()
+    (folder / "python-3.14.1.exe").symlink_to("/etc/passwd")
+    (folder / "python-3.14.1-amd64.exe").unlink()
+    os.mkfifo(folder / "python-3.14.1-amd64.exe")
+    (folder / "Python-3.14.1.tgz").unlink()
+    (folder / "Python-3.14.1.tgz" / "x").mkdir(parents=True)  # a folder named like a file
+    (folder / "junkdir" / "deeper").mkdir(parents=True)
+    elsewhere = world.root / "elsewhere"
+    world.stage("3.14.2")
+    os.rename(world.staging / "3.14.2", elsewhere)
+    (world.staging / "3.14.2").symlink_to(elsewhere, target_is_directory=True)
+
+
+def test_hostile_staging_reads_the_same_in_the_channel_through_the_one_look(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    texts: list[str] = []
+    listings: list[int] = []
+    for name, cls in (("one-look", SftpStorage), ("one-by-one", OneByOne)):
+        (tmp_path / name).mkdir()
+        world = sftp_world(tmp_path / name, sshd, cls)
+        hostile_releases(world)
+        storage = world.storage
+        assert isinstance(storage, SftpStorage)
+        try:
+            asyncio.run(world.gate.scan())
+            listings.append(storage.requests["listdir"])
+            status = asyncio.run(world.say("eve", "/status 3.14.1"))
+            linked = asyncio.run(world.say("eve", "/status 3.14.2"))
+        finally:
+            storage.close()
+        posted = [m.text for m in world.chat.posts] + [m.text for _, m in world.chat.updates]
+        texts.append("\n".join([*posted, status.text, linked.text]))
+        assert "symbolic link" in linked.text and "x\\n[#release]" in status.text
+        assert not any(line.startswith("[#release]") for line in texts[-1].splitlines())
+    assert listings[0] == 1 < listings[1]  # the scan's look: staging's listing, one command
+    one_look, one_by_one = texts
+    assert one_look.replace(str(tmp_path / "one-look"), "ROOT") == one_by_one.replace(
+        str(tmp_path / "one-by-one"), "ROOT"
+    )
