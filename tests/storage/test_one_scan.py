@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -393,3 +394,47 @@ def test_hostile_staging_reads_the_same_in_the_channel_through_the_one_look(
     assert one_look.replace(str(tmp_path / "one-look"), "ROOT") == one_by_one.replace(
         str(tmp_path / "one-by-one"), "ROOT"
     )
+
+
+class HeldLook(SftpStorage):
+    """The scan's one look, held once taken until ``hold`` is set (a command comes first)."""
+
+    looked = threading.Event()
+    hold = threading.Event()
+
+    def list_all_staging(
+        self, tags: Sequence[ReleaseTag]
+    ) -> dict[str, dict[str, StagedFile] | None]:
+        found = super().list_all_staging(tags)
+        self.looked.set()
+        self.hold.wait(30)
+        return found
+
+
+async def test_a_command_during_the_scan_leaves_its_release_listed_afresh_not_from_the_look(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    world = sftp_world(tmp_path, sshd, HeldLook)
+    storage = world.storage
+    assert isinstance(storage, HeldLook)
+    storage.looked, storage.hold = threading.Event(), threading.Event()
+    world.stage("3.14.1")
+    try:
+        storage.hold.set()
+        await world.gate.scan()
+        storage.hold.clear()
+        storage.looked.clear()
+        scan = asyncio.create_task(world.gate.scan())
+        assert await asyncio.to_thread(storage.looked.wait, 30)
+        reply = await world.say("hugo", "/ready source 3.14.1")  # after the look, first
+        world.write("3.14.1", "late.txt", "staged after the look")
+        storage.hold.set()
+        await scan
+    finally:
+        storage.hold.set()
+        storage.close()
+
+    assert "late.txt" not in reply.text
+    looks = world.gate.looks()
+    listing = cast("Listing", looks[looks.index("3.14.1") + 1])
+    assert "late.txt" in listing  # the scan listed it again: the look was older than /ready
