@@ -9,7 +9,7 @@ import asyncio
 import os
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
@@ -25,6 +25,7 @@ from tests.hostile_files import deep_tree_for
 from tests.sshd import SshServer
 from tests.storage.conftest import as_uploader, sftp_storage
 from tests.storage.test_gate_over_sftp import sftp_world
+from tests.storage.test_sftp_fs_rules import Reply, garbled
 from tests.uploader import Uploader
 
 TAGS = [ReleaseTag.parse(t) for t in ("3.14.1", "3.14.2", "3.14.3", "3.13.9", "3.15.0a1")]
@@ -438,3 +439,28 @@ async def test_a_command_during_the_scan_leaves_its_release_listed_afresh_not_fr
     looks = world.gate.looks()
     listing = cast("Listing", looks[looks.index("3.14.1") + 1])
     assert "late.txt" in listing  # the scan listed it again: the look was older than /ready
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: (r[0], r[1][:-7], r[2]),  # a reply cut short
+        lambda r: (1, r[1], b"sh: 1: find: not found"),  # a shell that failed
+        lambda r: (0, b"greetings from the login script\n" + r[1], r[2]),
+    ],
+    ids=["cut-short", "failed", "noise"],
+)
+def test_a_reply_the_bot_cannot_trust_leaves_every_release_to_the_walk(
+    sshd: SshServer, tmp_path: Path, change: Callable[[Reply], Reply]
+) -> None:
+    staging, public = tmp_path / "staging", tmp_path / "public"
+    (staging / "3.14.1" / "docs").mkdir(parents=True)
+    (staging / "3.14.1" / "docs" / "index.html").write_bytes(b"x")
+    public.mkdir()
+    storage = sftp_storage(sshd, staging, public)
+    try:
+        assert set(storage.list_all_staging(TAGS[:1])) == {"3.14.1"}
+        garbled(storage, "export LC_ALL=C; cd -- ", change)
+        assert storage.list_all_staging(TAGS[:1]) == {}  # the scan lists each on its own
+    finally:
+        storage.close()
