@@ -153,7 +153,9 @@ def _entry(tree: Tree, header: bytes, path: bytes, target: bytes, *, first: bool
     fields = header.split(b" ")
     if len(fields) != 9:
         raise ValueError(f"not an entry: {header!r}")
-    kind, mode, _uid, size, blocks, mtime, links, depth, flag = fields
+    kind, mode, uid, size, blocks, mtime, links, depth, flag = fields
+    if not uid.isdigit():  # listed with the rest, though no listing keeps the owner
+        raise ValueError(f"not an owner: {uid!r}")
     st_mode = _TYPES.get(kind, 0) | int(mode, 8)
     level = int(depth)
     name = path.decode("utf-8", "surrogateescape")

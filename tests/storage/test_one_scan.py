@@ -311,6 +311,7 @@ def test_names_that_look_like_records_are_read_by_position() -> None:
         b"+\0" + record("d", b"", 0) + b"= 0",  # not ended by a NUL
         b"+\0" + record("d", b"", 0)[:-1],  # an entry cut short
         b"+\0" + b"d 644 0\0\0\0= 0\0",  # a header with too few fields
+        b"+\0" + b"d 755 root 0 0 1 2 0 -\0\0\0= 0\0",  # an owner that is not a number
         b"+\0" + record("d", b"x", 0) + b"= 0\0",  # the folder's own record missing
         b"+\0" + record("d", b"", 0) + record("f", b"a/b", 1) + b"= 0\0",  # a/b at depth 1
         b"+\0" + record("d", b"", 0) + record("f", b"a/b", 2) + b"= 0\0",  # no folder a
