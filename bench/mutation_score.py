@@ -164,6 +164,7 @@ SUITES = {
                 "primitives",
                 "remote_copy",
                 "remote_hash",
+                "remote_list",
                 "remote_stat",
                 "sftp",
                 "sftp_check",

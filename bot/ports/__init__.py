@@ -5,7 +5,7 @@ adapters implement them. The ports may import the basics and :mod:`bot.domain` o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -63,6 +63,9 @@ class Storage(Protocol):
         One listing per folder; symlinks are reported (``regular=False``), never followed.
         """
         ...
+
+    def list_all_staging(self, tags: Sequence[ReleaseTag]) -> Mapping[str, Listing | None]:
+        """A scan's :meth:`list_staging` of each, by name, at once; one missing: list it."""
 
     def list_public(self, folders: Sequence[str]) -> Listing:
         """Every entry below the given public folders (``3.14.1``, ``doc/3.14.1``), keyed by

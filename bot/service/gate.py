@@ -194,8 +194,9 @@ class Gate:
         }
 
     async def scan(self) -> None:
-        """One scheduled pass over every open release: one listing per folder, digests only
-        for changed files, a channel update only when something changed."""
+        """One scheduled pass over every open release: one look at all of them (one command
+        over SFTP, else one listing per folder), digests only for changed files, a channel
+        update only when something changed."""
         reporter = self._services.reporter
         if reporter.health.skip_scans > 0:
             reporter.health.skip_scans -= 1
@@ -204,10 +205,12 @@ class Gate:
         try:
             await reporter.storage_trouble()  # the heartbeat of the storage lock
             tags = await self.open_tags()
+            states = [self.store.release(tag) for tag in tags]
+            snapshot = await self._services.observer.snapshot(states)  # this scan's alone
             for tag in tags:
                 async with self._services.lock(tag):
                     try:
-                        await self._services.scan_release(tag)
+                        await self._services.scan_release(tag, snapshot)
                     except StagingUnreachable:
                         raise
                     except StorageError as err:  # one release's trouble: scan the others

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import operator
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bot.domain import late
@@ -33,6 +34,8 @@ from bot.service.hashing import PATIENCE, Hashes, Looked, StillHashing
 from bot.service.refusals import Refusal
 from bot.service.windows_index import IndexCheck, IndexInspector
 
+log = logging.getLogger(__name__)
+
 MAX_BUNDLE = 1 << 20  # a Sigstore bundle is a few kB; anything this big is not one
 
 
@@ -46,6 +49,36 @@ class Sight:
     signatures: tuple[SignatureResult, ...] = ()
     preflight: tuple[float, str] | None = None  # (when, python.org's objection or "")
     index: IndexCheck | None = None  # the staged install index, last checked
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every open release's staging as a scan's one look found it (over SFTP one command
+    on the server), for that scan only: a release is answered from it while nothing
+    happened to it since (its state as it was, no newer listing of it seen: a command that
+    ran meanwhile), else listed afresh, as a release missing from it is. Commands never use
+    it."""
+
+    listings: Mapping[str, Listing | None]
+    states: Mapping[str, ReleaseState]  # each release's state when the look was taken
+    seen: Mapping[str, Listing | None]  # and its last listing then
+
+    def listing(self, state: ReleaseState, seen: Listing | None) -> Listed | None:
+        """The listing of ``state``'s release from the look, None when it no longer holds
+        (``state`` and ``seen``: the release's state and last listing now)."""
+        name = str(state.tag)
+        if name not in self.listings or state != self.states.get(name):
+            return None
+        if seen is not self.seen.get(name):
+            return None
+        return Listed(self.listings[name])
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A listing taken from a :class:`Snapshot` (None: the release has no folder)."""
+
+    listing: Listing | None
 
 
 class Observer:
@@ -91,6 +124,11 @@ class Observer:
 
     def last_listing(self, tag: ReleaseTag) -> Listing | None:
         return self.sight(tag).listing
+
+    def last_listing_seen(self, tag: ReleaseTag) -> Listing | None:
+        """:meth:`last_listing`, keeping nothing new."""
+        seen = self._seen.get(str(tag))
+        return seen.listing if seen is not None else None
 
     def listed_tags(self) -> list[ReleaseTag]:
         """Releases whose staging the bot has listed since it started (no I/O)."""
@@ -178,6 +216,33 @@ class Observer:
         return await self.reads.run(
             "staging", "Listing the staging folder", self._conn.storage.staged_tags
         )
+
+    async def snapshot(self, states: Sequence[ReleaseState]) -> Snapshot:
+        """A scan's one look at every release of ``states`` not being published
+        (``Storage.list_all_staging``; see :class:`Snapshot`). Empty when the look fails
+        short of staging being down: each release is then listed on its own, its trouble
+        its own."""
+        tags = [s.tag for s in states if s.publishing is None]
+        seen = {str(tag): self.last_listing_seen(tag) for tag in tags}
+        listings: Mapping[str, Listing | None] = {}
+        try:
+            if tags:
+                listings = await self.reads.run(
+                    "scan",
+                    "Listing the staging folders",
+                    functools.partial(self._conn.storage.list_all_staging, tags),
+                )
+        except StagingUnreachable:
+            raise
+        except StorageError as err:
+            log.warning("one look at every release failed (each is listed alone): %s", err)
+        return Snapshot(listings, {str(s.tag): s for s in states}, seen)
+
+    async def list_for_scan(self, state: ReleaseState, snapshot: Snapshot | None) -> Listing | None:
+        """A scan's listing of ``state``'s release: from the scan's ``snapshot`` while that
+        holds for it, else :meth:`list_staging` now."""
+        listed = snapshot.listing(state, self.last_listing_seen(state.tag)) if snapshot else None
+        return listed.listing if listed else await self.list_staging(state.tag)
 
     async def list_staging(self, tag: ReleaseTag) -> Listing | None:
         """Staging's listing of ``tag``, None when it has no folder there."""

@@ -27,7 +27,7 @@ from bot.metrics import Metrics
 from bot.ports import Journal
 from bot.service.connections import Connections
 from bot.service.follow_ups import FollowUps
-from bot.service.observer import Observer
+from bot.service.observer import Observer, Snapshot
 from bot.service.pipeline import announcing
 from bot.service.pipeline.runner import Pipeline
 from bot.service.pipeline.steps import BOT
@@ -190,14 +190,14 @@ class Services:
             pass  # the next scan lists it again; the claims are withdrawn already
         return claimers
 
-    async def scan_release(self, tag: ReleaseTag) -> None:
-        """A scan's look at one open release: list it, withdraw claims whose files changed,
-        check signatures and the install index, update the summary."""
+    async def scan_release(self, tag: ReleaseTag, snapshot: Snapshot | None = None) -> None:
+        """A scan's look at one open release: list it (or take its scan's ``snapshot``),
+        withdraw changed claims, check signatures and the install index, update the summary."""
         observer = self.observer
         state = self.store.release(tag)
         if state.publishing is not None:
             return
-        listing = await observer.list_staging(tag)
+        listing = await observer.list_for_scan(state, snapshot)
         if state.is_published and not listing:
             return  # published, and no late files staged
         if listing is None:

@@ -84,6 +84,13 @@ class LocalStorage:
             walked.entries[RELEASE_FOLDER] = crowded_release_folder(walked.limit)
         return walked.entries
 
+    def list_all_staging(
+        self, tags: Sequence[ReleaseTag]
+    ) -> dict[str, dict[str, StagedFile] | None]:
+        """Nothing: listing a folder of this machine is cheap, each release is listed on its
+        own (with its own deadline)."""
+        return {}
+
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
         found: dict[str, StagedFile] = {}
         for folder in folders:

@@ -122,14 +122,35 @@ class SftpStorage:
 
         def op(conn: Connection) -> dict[str, StagedFile] | None:
             found = sftp_files.list_release(self._fs(conn), root)
-            if found is not None:  # the stamps the digest cache is keyed by
-                regular = {
-                    inside(root, p): (f.size, int(f.mtime)) for p, f in found.items() if f.regular
-                }
-                self._hasher.remember(root, regular)
+            if found is not None:
+                self._remember(root, found)
             return found
 
         return self._ssh.call(f"list {root}", op)
+
+    def _remember(self, root: str, listing: dict[str, StagedFile]) -> None:
+        """Keep the stamps of a release's listing: the digest cache is keyed by them."""
+        regular = {inside(root, p): (f.size, int(f.mtime)) for p, f in listing.items() if f.regular}
+        self._hasher.remember(root, regular)
+
+    def list_all_staging(
+        self, tags: Sequence[ReleaseTag]
+    ) -> dict[str, dict[str, StagedFile] | None]:
+        """Every release's listing from ONE command on the server (a scan's look; see
+        :func:`bot.storage.sftp_files.list_releases`); empty where the server runs no
+        commands (each release is then listed on its own, one listing per folder)."""
+        names = sorted({str(tag) for tag in tags})
+        if not names:
+            return {}
+
+        def op(conn: Connection) -> dict[str, dict[str, StagedFile] | None]:
+            found = sftp_files.list_releases(self._fs(conn), self.staging, names)
+            for name, listing in found.items():
+                if listing is not None:
+                    self._remember(posixpath.join(self.staging, name), listing)
+            return found
+
+        return self._ssh.call(f"list the releases in {self.staging}", op)
 
     def list_public(self, folders: Sequence[str]) -> dict[str, StagedFile]:
         """Every entry below the given public folders, keyed by path under the public root."""

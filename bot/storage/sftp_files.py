@@ -1,18 +1,21 @@
 """Listing, reading and writing over SFTP, on an :class:`bot.storage.sftp_fs.SftpFs`: the
 release folders in staging, every entry below a release or public folder (one
-``listdir_attr`` per folder), and small staged files (signature bundles) read whole or
+``listdir_attr`` per folder, or a scan's one command for every open release), and small
+staged files (signature bundles) read whole or
 written under a temporary name and linked into place.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import posixpath
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.domain.files import RELEASE_FOLDER, StagedFile
 from bot.errors import StagingUnreachable, StorageError
+from bot.storage import remote_list
 from bot.storage.listing import (
     crowded_public_folder,
     crowded_release_folder,
@@ -23,6 +26,7 @@ from bot.storage.primitives import inside, temp_name
 from bot.storage.remote_hash import linked_between
 from bot.storage.sftp_fs import SftpFs
 from bot.storage.ssh import reason
+from bot.storage.walk import Walked, walk
 
 
 def staged_tags(fs: SftpFs, staging: str) -> list[str]:
@@ -53,8 +57,46 @@ def list_release(fs: SftpFs, root: str) -> dict[str, StagedFile] | None:
         return None
     if stat.S_ISLNK(entry.mode):
         return {RELEASE_FOLDER: linked_release_folder(fs.conn.sftp.readlink(root) or "?")}
+    return _release_listing(lambda: fs.walk(root, ""))
+
+
+def list_releases(
+    fs: SftpFs, staging: str, names: Sequence[str]
+) -> dict[str, dict[str, StagedFile] | None]:
+    """What :func:`list_release` says of each release folder ``names`` in ``staging``, from
+    ONE command on the server (bot/storage/remote_list.py) walked as any listing is; empty
+    where the server runs no commands. A release the command could not list whole (past
+    the entry budget, changed while it was listed) is walked folder by folder."""
+    if not names or not fs.runs_commands:
+        return {}
+    trees = remote_list.list_trees(fs.ssh, fs.conn, staging, names)
+    if trees is None:
+        return {}
+    found: dict[str, dict[str, StagedFile] | None] = {}
+    for name in names:
+        tree = trees.get(name)
+        if tree is None:
+            found[name] = list_release(fs, inside(staging, name))
+        elif tree.kind == "absent":
+            found[name] = None
+        elif tree.kind == "link":
+            found[name] = {RELEASE_FOLDER: linked_release_folder(tree.target)}
+        elif tree.kind == "unreadable":
+            found[name] = {RELEASE_FOLDER: unreadable_release_folder(tree.target)}
+        else:
+            found[name] = _release_listing(
+                functools.partial(
+                    walk, tree.listdir, ".", "", unreadable=(PermissionError,), reason=reason
+                )
+            )
+    return found
+
+
+def _release_listing(walked_by: Callable[[], Walked]) -> dict[str, StagedFile] | None:
+    """A release's listing from its walk: None when its folder is gone, one problem entry
+    when it cannot be read, the crowded entry added when the walk stopped at the budget."""
     try:
-        walked = fs.walk(root, "")
+        walked = walked_by()
     except FileNotFoundError:
         return None
     except PermissionError as err:  # this release's problem, not the scan's

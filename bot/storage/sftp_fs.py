@@ -86,6 +86,11 @@ class SftpFs:
     def _exec(self) -> bool:
         return self.ssh.exec_allowed(self.conn)
 
+    @property
+    def runs_commands(self) -> bool:
+        """Whether the server runs the bot's commands (else SFTP alone)."""
+        return self._exec
+
     def uid(self) -> int:
         if self.conn.uid is None:
             if self._exec:

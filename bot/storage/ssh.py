@@ -28,6 +28,7 @@ _EXEC_PROBE = "sha256sum --version >/dev/null && echo relbot-exec-ok"
 CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
 KEEPALIVE_SECONDS = 30  # an idle connection between scans is not dropped by a firewall
 MAX_COMMAND = 100_000  # bytes per exec command: Linux caps one argument at 128 KiB
+PAST_LIMIT = -2  # the status of a command whose output went past what the bot reads
 
 
 def batches(items: Sequence[T], cost: Callable[[T], int]) -> Iterator[list[T]]:
@@ -170,8 +171,12 @@ class SshLink:
                 conn.exec_allowed = False
         return conn.exec_allowed
 
-    def exec(self, conn: Connection, command: str) -> tuple[int, bytes, bytes]:
-        """Run ``command`` on the server; returns (exit status, stdout, stderr)."""
+    def exec(
+        self, conn: Connection, command: str, *, limit: int | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """Run ``command`` on the server; returns (exit status, stdout, stderr). With
+        ``limit``, no more than ``limit`` bytes of stdout are read: past them the command is
+        left (its channel closed) and the status is :data:`PAST_LIMIT`."""
         self.requests["exec"] += 1
         transport = conn.client.get_transport()
         if transport is None:
@@ -186,7 +191,9 @@ class SshLink:
             channel.settimeout(self.endpoint.io_timeout)
             channel.exec_command(command)
             channel.shutdown_write()
-            out = channel.makefile("rb").read()
+            out = channel.makefile("rb").read(-1 if limit is None else limit + 1)
+            if limit is not None and len(out) > limit:
+                return PAST_LIMIT, b"", b""
             err = channel.makefile_stderr("rb").read()
             status = channel.recv_exit_status()
         finally:

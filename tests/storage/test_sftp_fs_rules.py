@@ -363,8 +363,8 @@ def garbled(storage: SftpStorage, start: str, change: Callable[[Reply], Reply]) 
     on_fs(storage, lambda fs: None)
     real = storage._ssh.exec
 
-    def exec_(conn: Connection, command: str) -> Reply:
-        reply = real(conn, command)
+    def exec_(conn: Connection, command: str, *, limit: int | None = None) -> Reply:
+        reply = real(conn, command, limit=limit)
         return change(reply) if command.startswith(start) else reply
 
     storage._ssh.exec = exec_  # type: ignore[method-assign]

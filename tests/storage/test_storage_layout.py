@@ -14,6 +14,7 @@ ALGORITHMS = ("freezer", "promotion", "workarea", "aside", "lock")
 BACKENDS = (
     *("local", "local_fs", "sftp", "sftp_fs", "sftp_files", "sftp_check", "ssh"),
     *("remote_stat", "sftp_small", "sftp_stream"),  # parts of sftp_fs, by concern
+    "remote_list",  # a scan's one command, for sftp_files
 )
 # paramiko has no public call for OpenSSH's hardlink extension nor for a listing that keeps
 # names that are not UTF-8: those two uses of its internals are said where they are made.
