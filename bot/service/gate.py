@@ -186,17 +186,15 @@ class Gate:
     def at_a_glance(
         self, seen: Sequence[tuple[ReleaseTag, Observed]]
     ) -> dict[str, tuple[str, str]]:
-        """Where each release of ``seen`` stands and who must act, in ``/status``'s words:
-        tag → (word, detail), for the board's day (no I/O)."""
+        """tag → (where it stands, who must act) in ``/status``'s words, for the board (no I/O)."""
         now = self._clock()
         return {
             str(look.tag): where(look, now) for look in handlers.looks(self._services, seen, {})
         }
 
     async def scan(self) -> None:
-        """One scheduled pass over every open release: one look at all of them (one command
-        over SFTP, else one listing per folder), digests only for changed files, a channel
-        update only when something changed."""
+        """One scheduled pass: one look at every open release (one command over SFTP), digests
+        only for changed files, a channel update only when something changed."""
         reporter = self._services.reporter
         if reporter.health.skip_scans > 0:
             reporter.health.skip_scans -= 1
@@ -205,8 +203,7 @@ class Gate:
         try:
             await reporter.storage_trouble()  # the heartbeat of the storage lock
             tags = await self.open_tags()
-            states = [self.store.release(tag) for tag in tags]
-            snapshot = await self._services.observer.snapshot(states)  # this scan's alone
+            snapshot = await self._services.observer.snapshot(list(map(self.store.release, tags)))
             for tag in tags:
                 async with self._services.lock(tag):
                     try:
