@@ -253,6 +253,16 @@ SUITES = {
             "tests/storage/test_finishing_rules.py",
             "tests/storage/test_crash_restart.py",
             "tests/announcing/test_announce_handler_rules.py",
+            # The gate's reads for the board, relbot wait and /status, and its scan's failures.
+            "tests/test_board.py",
+            "tests/test_board_day.py",
+            "tests/test_wait_rules.py",
+            "tests/test_wait_several.py",
+            "tests/test_status_rules.py",
+            "tests/test_day_at_a_glance.py",
+            "tests/test_hostile_staging.py",
+            "tests/test_first_scan.py",
+            "tests/storage/test_one_scan.py",
         ],
     ),
     "lease": Suite(
