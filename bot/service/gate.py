@@ -147,7 +147,7 @@ class Gate:
         if isinstance(command, cmd.Status):
             try:
                 if command.tag is not None:
-                    return await handlers.status(self._services, [command.tag])
+                    return await handlers.status(self._services, command.tag)
                 return await self._glance(room)
             except StorageError as err:
                 return Reply(f"{err} Try /status again shortly.", Tone.REFUSAL, refusal="storage")

@@ -19,39 +19,36 @@ from bot.service.services import Services
 NO_OPEN = "No open releases; stage files to start one (see /help)."
 
 
-async def status(s: Services, tags: list[ReleaseTag]) -> Reply:
-    """The summary of each of ``tags`` (the open releases when none was named). Raises
-    ``StagingUnreachable`` when staging cannot be reached at all."""
-    if not tags:
-        return Reply(NO_OPEN)
-    shown = []
-    for one in tags:
-        async with s.lock(one):
-            state = s.store.release(one)
-            if state.publishing is not None:  # its files are frozen, not in staging
-                trouble = s.reporter.trouble(one)
-                text = f"{one}: publishing now (confirmed by {state.publisher})." + (
-                    f" {trouble}" if trouble else ""
-                )
-                shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), text))
-                continue
-            if state.is_published and not await s.observer.late(one):
-                text = summary_text(await s.observer.readiness(one, {}, None, state), state)
-                shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text))
-                continue
-            try:
-                readiness, _ = await s.observer.observe(one, state, settle=False)
-            except Refusal as err:  # nothing staged: for a status, an answer, not an error
-                shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}"))
-                continue
-            except StagingUnreachable:
-                raise
-            except StorageError as err:  # one release's trouble: answer for the others
-                shown.append(ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}"))
-                continue
-            text = summary_text(readiness, state)
-            shown.append(ChannelMessage(ChannelKind.SUMMARY, str(one), text, readiness))
-    return Reply("\n".join(m.text for m in shown), summaries=tuple(shown))
+async def status(s: Services, one: ReleaseTag) -> Reply:
+    """``/status TAG``: the release's summary in full. Raises ``StagingUnreachable`` when
+    staging cannot be reached at all."""
+    message = await _summary(s, one)
+    return Reply(message.text, summaries=(message,))
+
+
+async def _summary(s: Services, one: ReleaseTag) -> ChannelMessage:
+    async with s.lock(one):
+        state = s.store.release(one)
+        if state.publishing is not None:  # its files are frozen, not in staging
+            trouble = s.reporter.trouble(one)
+            text = f"{one}: publishing now (confirmed by {state.publisher})." + (
+                f" {trouble}" if trouble else ""
+            )
+            return ChannelMessage(ChannelKind.NOTICE, str(one), text)
+        if state.is_published and not await s.observer.late(one):
+            text = summary_text(await s.observer.readiness(one, {}, None, state), state)
+            return ChannelMessage(ChannelKind.SUMMARY, str(one), text)
+        try:
+            readiness, _ = await s.observer.observe(one, state, settle=False)
+        except Refusal as err:  # nothing staged: for a status, an answer, not an error
+            return ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}")
+        except StagingUnreachable:
+            raise
+        except StorageError as err:  # this release's trouble, said as its status
+            return ChannelMessage(ChannelKind.NOTICE, str(one), f"{one}: {err}")
+        return ChannelMessage(
+            ChannelKind.SUMMARY, str(one), summary_text(readiness, state), readiness
+        )
 
 
 async def look_at_unlisted(s: Services, tags: list[ReleaseTag]) -> dict[ReleaseTag, str]:
