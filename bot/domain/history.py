@@ -134,6 +134,8 @@ def plan_to_json(plan: PublishPlan) -> dict[str, Any]:
         data["waivers"] = list(plan.waivers)
     if plan.announcement is not None:
         data["announcement"] = plan.announcement.to_json()
+    if plan.index_shared_with:
+        data["index_shared_with"] = list(plan.index_shared_with)
     return data
 
 
@@ -141,7 +143,8 @@ def plan_from_json(tag: ReleaseTag, data: Mapping[str, Any]) -> PublishPlan:
     files = tuple(PlanFile.from_json(f) for f in data["files"])
     announced = data.get("announcement")
     announcement = Announcement.from_json(announced) if announced is not None else None
-    return PublishPlan(tag, files, tuple(data.get("waivers", ())), announcement)
+    shared = tuple(str(t) for t in data.get("index_shared_with", ()))
+    return PublishPlan(tag, files, tuple(data.get("waivers", ())), announcement, shared)
 
 
 def fold(

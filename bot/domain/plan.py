@@ -67,6 +67,9 @@ class PublishPlan:
     waivers: tuple[str, ...] = ()  # the waivers in force, as shown (sorted)
     # The forum topic the publish posts, as shown to the RM (None: nothing is posted).
     announcement: Announcement | None = None
+    # The unpublished releases whose installs the staged install index also lists: it goes
+    # live with the last of them to publish (bot/domain/windows_index.py).
+    index_shared_with: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -81,6 +84,8 @@ class PublishPlan:
             h.update(f"\0waiver\0{waiver}".encode())
         if self.announcement is not None:  # the text posted is the text confirmed
             h.update(f"\0announcement\0{self.announcement.sha256}".encode())
+        for tag in self.index_shared_with:  # when the index goes live is confirmed too
+            h.update(f"\0index shared with\0{tag}".encode())
         return h.hexdigest()
 
     @property
@@ -116,7 +121,9 @@ def make_plan(
     """Build the plan from a publishable release: every present file of every role.
 
     ``digests`` must hold the SHA-256 of each such file; ``live`` the SHA-256 (or "absent")
-    of the live copy of each staged install-index file, which the plan replaces.
+    of the live copy of each staged install-index file, which the plan replaces. An index
+    shared with unpublished releases (the readiness's verdict says which) goes live with the
+    last of them.
     """
     tag = readiness.tag
     rules = IndexRules.from_profile(profile)
@@ -145,4 +152,8 @@ def make_plan(
         return (2 if profile.is_index(f.path) else 1, f.path)
 
     waivers = tuple(sorted(w.describe() for w in readiness.waivers))
-    return PublishPlan(tag, tuple(sorted(files, key=order)), waivers)
+    shared = readiness.install_index.shared_with if readiness.install_index else ()
+    replacing = any(f.is_replacement for f in files)
+    return PublishPlan(
+        tag, tuple(sorted(files, key=order)), waivers, index_shared_with=shared if replacing else ()
+    )

@@ -7,6 +7,12 @@ replace of the live copy. Before that, the staged index must be a valid index th
 install of the live one and holds every install of this release (those of its manifest,
 ``windows-TAG.json``): the bot publishes the staged bytes as they are and never re-merges them.
 
+On a day of several bugfix releases, one index may be built for all of them: it then also
+lists the installs of other releases not yet published (its "siblings"). Such an index must be
+staged, with the same catalog, for each of them; it goes live with the last of them to
+publish (never before their files are public), so that it is built once. An index must also
+hold the installs of a published sibling that still wait for a shared index to go live.
+
 Which files these are comes from the profile's ``[install_index]`` table; a profile without it
 has no install index. Pure: bytes in, verdicts out.
 """
@@ -14,7 +20,7 @@ has no install index. Pure: bytes in, verdicts out.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bot.domain.profile import Profile, expand
@@ -128,6 +134,7 @@ class IndexVerdict:
     installs: int = 0  # in the staged index
     live_kept: int = 0  # installs of the live index that the staged one keeps
     versions: tuple[str, ...] = ()  # sort-versions of this release's installs
+    shared_with: tuple[str, ...] = ()  # unpublished siblings it also lists (same index staged)
 
     def describe(self) -> str:
         """One line for the readiness summary."""
@@ -136,7 +143,30 @@ class IndexVerdict:
         if self.blockers:
             return "staged, blocks publishing: " + self.blockers[0]
         holds = ", ".join(self.versions) or "no install of this release"
-        return f"staged, holds {holds}, keeps {self.live_kept} live installs"
+        line = f"staged, holds {holds}, keeps {self.live_kept} live installs"
+        if self.shared_with:
+            line += f"; shared with {shared_words(self.shared_with)}"
+        return line
+
+
+def shared_words(tags: Sequence[str]) -> str:
+    """How a shared index is said: "3.12.12: it goes live with the last of them to publish"."""
+    return ", ".join(tags) + ": it goes live with the last of them to publish"
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """Another release that the index's role takes part in, as far as the index cares: its
+    installs (its manifest's; none when it cannot be read now, a publish under way), whether
+    its files are public, whether its staging (or its
+    confirmed plan) holds the same index and catalog as this release's, and, for a published
+    one, whether its installs wait for a shared index that has not gone live yet."""
+
+    tag: str
+    installs: tuple[Install, ...]
+    published: bool = False
+    same_index: bool = False
+    waiting: bool = False
 
 
 def judge_index(
@@ -147,9 +177,11 @@ def judge_index(
     catalog_staged: bool,
     live: bytes | None,
     manifest: bytes | None,
+    siblings: Sequence[Sibling] = (),
 ) -> IndexVerdict:
     """Judge the staged ``index`` (None: not staged) against the ``live`` public index (None:
-    there is none yet) and this release's ``manifest`` (None: neither staged nor public).
+    there is none yet) and this release's ``manifest`` (None: neither staged nor public),
+    and the other releases of its role that the bot knows (``siblings``).
 
     Both-or-neither: an index without its catalog, or a catalog without its index, blocks.
     """
@@ -202,13 +234,52 @@ def judge_index(
         blockers.append(
             f"{rules.file} lacks {tag}'s installs: {_some(absent)}; rebuild it with {manifest_name}"
         )
+    live_keys = {i.key for i in live_installs}
+    extra = held - live_keys - {i.key for i in release}
+    shared, sibling_blockers = _judge_siblings(rules, extra, held | live_keys, siblings)
     return IndexVerdict(
         True,
-        tuple(blockers),
+        (*blockers, *sibling_blockers),
         installs=len(staged),
         live_kept=len(live_installs) - len(lost),
         versions=tuple(_distinct(i.sort_version for i in release)),
+        shared_with=tuple(shared),
     )
+
+
+def _judge_siblings(
+    rules: IndexRules,
+    extra: set[tuple[str, str]],
+    kept: set[tuple[str, str]],
+    siblings: Sequence[Sibling],
+) -> tuple[list[str], list[str]]:
+    """The unpublished siblings the staged index is shared with (it lists their installs;
+    ``extra`` are those it holds that are neither live nor this release's), and the blockers:
+    a sibling whose installs it lists but whose staging holds another index, and a published
+    sibling whose installs wait for an index and are neither in this one nor live (``kept``)."""
+    shared: list[str] = []
+    blockers: list[str] = []
+    for sibling in siblings:
+        if sibling.published:
+            owed = [i for i in sibling.installs if sibling.waiting and i.key not in kept]
+            if owed:
+                blockers.append(
+                    f"{rules.file} lacks {sibling.tag}'s installs ({_some(owed)}), which wait "
+                    f"for this index: rebuild it with them, or stage the index {sibling.tag} "
+                    "shared"
+                )
+            continue
+        listed = [i for i in sibling.installs if i.key in extra]
+        if sibling.same_index and (listed or not sibling.installs):  # installs unknown: its
+            shared.append(sibling.tag)  # own check found them in these very bytes
+        elif listed:
+            blockers.append(
+                f"{rules.file} also lists {sibling.tag}'s installs ({_some(listed)}), but "
+                f"{sibling.tag}'s staging holds another index: stage the same {rules.file} and "
+                f"{rules.catalog} for {sibling.tag} (it goes live with the last of them to "
+                "publish), or rebuild it without them"
+            )
+    return shared, blockers
 
 
 def index_target(rules: IndexRules | None, role: str, path: str) -> str | None:

@@ -32,7 +32,7 @@ from bot.service.connections import Connections
 from bot.service.deadlines import READ_SECONDS, Deadlines
 from bot.service.hashing import PATIENCE, Hashes, Looked, StillHashing
 from bot.service.refusals import Refusal
-from bot.service.windows_index import IndexCheck, IndexInspector
+from bot.service.windows_index import IndexCheck, IndexInspector, Neighbour
 
 log = logging.getLogger(__name__)
 
@@ -286,15 +286,23 @@ class Observer:
             self.sight(tag).public = late.as_staged(self.profile, tag, found)
 
     async def check_index(
-        self, readiness: Readiness, listing: Listing, *, fresh: bool = False
+        self,
+        readiness: Readiness,
+        listing: Listing,
+        *,
+        fresh: bool = False,
+        neighbours: Sequence[Neighbour] = (),
     ) -> Readiness:
-        """Judge the staged install index against the live one (bot/service/windows_index.py)."""
+        """Judge the staged install index against the live one and the other releases of
+        its role (``neighbours``; bot/service/windows_index.py)."""
         if self.index is None:
             return readiness
         check = await self.reads.run(
             f"index {readiness.tag}",
             f"Checking the install index staged for {readiness.tag}",
-            functools.partial(self.index.check, readiness.tag, listing, fresh=fresh),
+            functools.partial(
+                self.index.check, readiness.tag, listing, fresh=fresh, neighbours=neighbours
+            ),
         )
         self.sight(readiness.tag).index = check
         return replace(readiness, install_index=check.verdict if check else None)

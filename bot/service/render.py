@@ -179,6 +179,12 @@ def plan_text(plan: PublishPlan, minutes: int, code_line: str, notes: Sequence[s
             f"{replaced} replace the live ones, each by one atomic rename, only if the live "
             "ones are still as this plan saw them."
         )
+    if plan.replacements and plan.index_shared_with:
+        shared = ", ".join(plan.index_shared_with)
+        lines.append(
+            f"The index also lists {shared}: it goes live with the last of them to publish, "
+            f"so not with {plan.tag} unless the files of {shared} are public by then."
+        )
     lines += notes
     lines.append(f"To publish, type within {count(minutes, 'minute')}: {code_line}")
     return "\n".join(lines)

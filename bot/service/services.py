@@ -25,6 +25,7 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import RegistryError, RelbotError, StorageError
 from bot.metrics import Metrics
 from bot.ports import Journal
+from bot.service import index_day
 from bot.service.connections import Connections
 from bot.service.follow_ups import FollowUps
 from bot.service.observer import Observer, Snapshot
@@ -210,7 +211,7 @@ class Services:
             state = self.store.release(tag)
         readiness = await observer.readiness(tag, listing, previous, state)
         readiness = await observer.check_signatures(readiness)
-        readiness = await observer.check_index(readiness, listing)
+        readiness = await index_day.judged(self.store, observer, readiness, listing, self.reporter)
         await self.reporter.summary(readiness, state)
 
     async def withdraw_changed_claims(
@@ -260,7 +261,7 @@ class Services:
         if await self.withdraw_changed_claims(tag, listing, state, now=True):
             state = self.store.release(tag)
             readiness = await observer.readiness(tag, listing, observer.last_listing(tag), state)
-        readiness = await observer.check_index(readiness, listing, fresh=True)
+        readiness = await index_day.judged(self.store, observer, readiness, listing, fresh=True)
         blockers = readiness.blockers
         if self.conn.registry is not None and not blockers:
             try:

@@ -82,7 +82,7 @@ class Pipeline:
             Freeze(conn),
             sign.Sign(conn, store, profile, logins or Logins(), actor=BOT),
             Promote(conn, metrics),
-            SwapIndex(conn),
+            SwapIndex(conn, profile),
             Register(conn, reporter),
             Purge(conn, reporter),
             announcing.CheckDownloads(conn, metrics),
@@ -286,8 +286,15 @@ def published_text(before: int, state: ReleaseState) -> str:
     """What the RM is told once a publish finished; late files (``before``: the files public
     before them) are told as added to what is public."""
     tag, total = state.tag, len(state.public_files)
+    index = state.steps_done.get(windows_index.INDEX_STEP, "")
+    waits = ""
+    if index.startswith(windows_index.WAITS):  # the shared index is not live yet
+        waits = f" The install index {index}."
+        total -= sum(1 for f in state.public_files[before:] if f.is_replacement)
     added = total - before
     verb = "is" if added == 1 else "are"
     if before:
-        return f"Published {tag}: {count(added, 'more file')} {verb} public ({total} in all)."
-    return f"Published {tag}: {count(added, 'file')} {verb} public."
+        return (
+            f"Published {tag}: {count(added, 'more file')} {verb} public ({total} in all).{waits}"
+        )
+    return f"Published {tag}: {count(added, 'file')} {verb} public.{waits}"

@@ -157,15 +157,19 @@ class Promote:
 
 
 class SwapIndex:
-    """Replace the live install index with the release's (a compare-and-swap)."""
+    """Replace the live install index with the release's (a compare-and-swap), or leave it
+    to the last of the releases it is shared with."""
 
     name = windows_index.INDEX_STEP
 
-    def __init__(self, conn: Connections) -> None:
+    def __init__(self, conn: Connections, profile: Profile) -> None:
         self._conn = conn
+        self._profile = profile
 
     async def run(self, run: Run) -> str:
-        return await asyncio.to_thread(windows_index.swap, self._conn.storage, run.plan)
+        return await asyncio.to_thread(
+            windows_index.swap, self._conn.storage, run.plan, self._profile
+        )
 
 
 class Register:

@@ -1,0 +1,83 @@
+"""The install index on a day of several releases: which other releases a release's staged
+index is judged with (see :func:`bot.domain.windows_index.judge_index`), and the notice
+that tells the index's role, the moment the bot sees it, that an index it staged is
+refused now (another release made a new index live, or a shared one changed)."""
+
+from __future__ import annotations
+
+from bot.domain.files import Listing
+from bot.domain.readiness import Readiness
+from bot.domain.tags import ReleaseTag
+from bot.ports import Journal
+from bot.service.observer import Observer
+from bot.service.reporter import Reporter
+from bot.service.windows_index import INDEX_STEP, WAITS, IndexCheck, IndexInspector, Neighbour
+
+
+async def judged(
+    store: Journal,
+    observer: Observer,
+    readiness: Readiness,
+    listing: Listing,
+    tell: Reporter | None = None,
+    *,
+    fresh: bool = False,
+) -> Readiness:
+    """``readiness`` with the verdict on its staged install index, judged with the other
+    releases of its role; with ``tell`` (a scan), an index refused since the last look is
+    told to its role at once."""
+    before = observer.sight(readiness.tag).index
+    found = neighbours(store, observer, readiness.tag)
+    readiness = await observer.check_index(readiness, listing, fresh=fresh, neighbours=found)
+    if tell is not None:
+        await tell_refused(tell, observer.index, before, readiness)
+    return readiness
+
+
+def neighbours(store: Journal, observer: Observer, tag: ReleaseTag) -> list[Neighbour]:
+    """The other releases of the install index's role that its verdict on ``tag`` needs
+    (none without an index): open ones as last listed, those publishing with their plan,
+    and published ones whose index step left the index to a shared one. No I/O but the
+    state file's."""
+    index = observer.index
+    if index is None or not index.takes_part(tag):
+        return []
+    others = {str(t): t for t in (*store.tags(), *observer.listed_tags())}
+    found = []
+    for other in others.values():
+        if other == tag or not index.takes_part(other):
+            continue
+        state = store.release(other)
+        if state.publishing is not None:
+            found.append(Neighbour(other, plan=state.publishing))
+        elif state.is_published:
+            if state.steps_done.get(INDEX_STEP, "").startswith(WAITS):
+                found.append(Neighbour(other, waiting=True))
+        elif (listing := observer.last_listing_seen(other)) is not None:
+            found.append(Neighbour(other, listing=listing))
+    return found
+
+
+async def tell_refused(
+    reporter: Reporter,
+    index: IndexInspector | None,
+    before: IndexCheck | None,
+    readiness: Readiness,
+) -> None:
+    """An index that was staged and fine at the last look (``before``) and is refused now:
+    tell its role, with the one way out. Nothing at a first look (a restart calls nobody):
+    the summary says it."""
+    verdict = readiness.install_index
+    if index is None or verdict is None or not verdict.blockers:
+        return
+    if before is None or not before.verdict.staged or before.verdict.blockers:
+        return
+    tag, rules = readiness.tag, index.rules
+    claim = next((r.claim for r in readiness.roles if r.role == rules.role and r.claim), None)
+    await reporter.notice(
+        tag,
+        f"The install index staged for {tag} is refused now: {verdict.blockers[0]}. Only "
+        f"{rules.file} and {rules.catalog} need staging again (then /ready {rules.role} {tag}); "
+        f"the other files of {tag} need nothing.",
+        mentions=[claim.person] if claim else (),
+    )
