@@ -5,9 +5,13 @@ release cycle."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
+from bot.ports import Journal
 from tests.pinned import RELEASE_CYCLE_LINE
+from tests.windows_index_data import LIVE_VERSIONS, catalog_bytes, index_bytes, manifest_bytes
 
 #: Each release of the day, and the name of its release manager.
 DAY = {
@@ -17,6 +21,10 @@ DAY = {
     "3.12.13": "pablo",
     "3.11.15": "pablo",
 }
+
+#: The bugfix releases of the day: Windows files, and one install index built for both.
+BUGFIX = ("3.15.1", "3.14.2")
+INDEX = ("index-windows.json", "index-windows.json.cat")
 
 _PEOPLE = {
     "hugo": 'rm = ["3.14"]\nroles = ["source", "docs"]',
@@ -59,3 +67,31 @@ def day_public(profile: Profile) -> set[str]:
 def announced(texts: list[str]) -> list[str]:
     """The tag of each announcement among the channel's ``texts``."""
     return [t.split(" ", 1)[0] for t in texts if " is published: " in t]
+
+
+def stage_shared_index(staging: Path, public: Path) -> bytes:
+    """The live install index before the day, and one index built for both bugfix releases
+    (their installs, then the live ones), staged with its catalog for each of them beside
+    its manifest; returns the shared index's bytes."""
+    public.mkdir(parents=True, exist_ok=True)
+    live = index_bytes(*LIVE_VERSIONS)
+    (public / INDEX[0]).write_bytes(live)
+    (public / INDEX[1]).write_bytes(catalog_bytes(live))
+    shared = index_bytes(*BUGFIX, *LIVE_VERSIONS)
+    for tag in BUGFIX:
+        (staging / tag / f"windows-{tag}.json").write_bytes(manifest_bytes(tag))
+        (staging / tag / INDEX[0]).write_bytes(shared)
+        (staging / tag / INDEX[1]).write_bytes(catalog_bytes(shared))
+    return shared
+
+
+def made_live_once(store: Journal, public: Path, shared: bytes) -> None:
+    """The shared index is live with its catalog, and one publish made it so: the other
+    left it to the last (or found it live already)."""
+    assert (public / INDEX[0]).read_bytes() == shared
+    assert (public / INDEX[1]).read_bytes() == catalog_bytes(shared)
+    steps = [store.release(ReleaseTag.parse(tag)).steps_done["index"] for tag in BUGFIX]
+    assert sum(s == f"{INDEX[0]}, {INDEX[1]} replaced" for s in steps) == 1, steps
+    assert all(
+        s.endswith("replaced") or s.startswith(("waits for", "index already")) for s in steps
+    )

@@ -234,12 +234,14 @@ def judge_index(
         blockers.append(
             f"{rules.file} lacks {tag}'s installs: {_some(absent)}; rebuild it with {manifest_name}"
         )
-    live_keys = {i.key for i in live_installs}
-    extra = held - live_keys - {i.key for i in release}
-    shared, sibling_blockers = _judge_siblings(rules, extra, held | live_keys, siblings)
+    shared: list[str] = []
+    if not blockers:  # only then are the installs it holds beyond live and its own known
+        live_keys = {i.key for i in live_installs}
+        extra = _missing(staged, live_keys | {i.key for i in release})
+        shared, blockers = _judge_siblings(rules, extra, held | live_keys, siblings)
     return IndexVerdict(
         True,
-        (*blockers, *sibling_blockers),
+        tuple(blockers),
         installs=len(staged),
         live_kept=len(live_installs) - len(lost),
         versions=tuple(_distinct(i.sort_version for i in release)),
@@ -249,16 +251,25 @@ def judge_index(
 
 def _judge_siblings(
     rules: IndexRules,
-    extra: set[tuple[str, str]],
+    extra_installs: list[Install],
     kept: set[tuple[str, str]],
     siblings: Sequence[Sibling],
 ) -> tuple[list[str], list[str]]:
     """The unpublished siblings the staged index is shared with (it lists their installs;
-    ``extra`` are those it holds that are neither live nor this release's), and the blockers:
-    a sibling whose installs it lists but whose staging holds another index, and a published
-    sibling whose installs wait for an index and are neither in this one nor live (``kept``)."""
+    ``extra_installs`` are those it holds that are neither live nor this release's), and the
+    blockers: installs of no sibling, a sibling whose installs it lists but whose staging
+    holds another index, and a published sibling whose installs wait for an index and are
+    neither in this one nor live (``kept``)."""
+    extra = {i.key for i in extra_installs}
     shared: list[str] = []
     blockers: list[str] = []
+    theirs = {i.key for sibling in siblings for i in sibling.installs}
+    if unknown := [i for i in extra_installs if i.key not in theirs]:
+        blockers.append(
+            f"{rules.file} lists installs that are neither live, nor this release's, nor of "
+            f"a release staged with the same index: {_some(unknown)}; rebuild it from the "
+            "live index"
+        )
     for sibling in siblings:
         if sibling.published:
             owed = [i for i in sibling.installs if sibling.waiting and i.key not in kept]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bot.domain.history import Event, EventKind, ReleaseState, fold
 from bot.domain.tags import ReleaseTag
-from bot.errors import StateFileError
+from bot.errors import StateFileError, TagError
 from bot.journal.store import SCHEMA_VERSION
 
 
@@ -48,6 +48,16 @@ class LogReader:
 
     def close(self) -> None:
         self._db.close()
+
+    def tags(self) -> list[ReleaseTag]:
+        """Every tag the log mentions (those it cannot parse are left out)."""
+        found = []
+        for (text,) in self._db.execute("SELECT DISTINCT tag FROM events"):
+            try:
+                found.append(ReleaseTag.parse(str(text)))
+            except TagError:
+                continue
+        return sorted(found)
 
     def look(self, tag: ReleaseTag) -> tuple[tuple[Event, ...], ReleaseState]:
         """``tag``'s events (oldest first, refusals included) and its state now. Reads only

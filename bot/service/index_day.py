@@ -5,56 +5,71 @@ refused now (another release made a new index live, or a shared one changed)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from bot.domain.files import Listing
+from bot.domain.history import ReleaseState
 from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
-from bot.ports import Journal
 from bot.service.observer import Observer
 from bot.service.reporter import Reporter
 from bot.service.windows_index import INDEX_STEP, WAITS, IndexCheck, IndexInspector, Neighbour
 
 
 async def judged(
-    store: Journal,
-    observer: Observer,
-    readiness: Readiness,
-    listing: Listing,
-    tell: Reporter | None = None,
-    *,
-    fresh: bool = False,
+    observer: Observer, readiness: Readiness, listing: Listing, tell: Reporter | None = None
 ) -> Readiness:
-    """``readiness`` with the verdict on its staged install index, judged with the other
-    releases of its role; with ``tell`` (a scan), an index refused since the last look is
-    told to its role at once."""
+    """``readiness`` with the verdict on its staged install index, judged afresh with the
+    other releases of its role (at /publish); with ``tell`` (a scan), judged as cached, and
+    an index refused since the last look is told to its role at once."""
     before = observer.sight(readiness.tag).index
-    found = neighbours(store, observer, readiness.tag)
-    readiness = await observer.check_index(readiness, listing, fresh=fresh, neighbours=found)
+    readiness = await observer.check_index(readiness, listing, fresh=tell is None)
     if tell is not None:
         await tell_refused(tell, observer.index, before, readiness)
     return readiness
 
 
-def neighbours(store: Journal, observer: Observer, tag: ReleaseTag) -> list[Neighbour]:
-    """The other releases of the install index's role that its verdict on ``tag`` needs
-    (none without an index): open ones as last listed, those publishing with their plan,
-    and published ones whose index step left the index to a shared one. No I/O but the
-    state file's."""
-    index = observer.index
+def wire(
+    observer: Observer,
+    tags: Callable[[], Iterable[ReleaseTag]],
+    state_of: Callable[[ReleaseTag], ReleaseState],
+) -> None:
+    """Have ``observer`` judge each staged index with the releases of ``tags()`` (the state
+    file's) and those it listed, in their states as ``state_of`` reads them."""
+    observer.neighbours_of = lambda tag: neighbours(
+        tag,
+        (*tags(), *observer.listed_tags()),
+        state_of,
+        observer.last_listing_seen,
+        observer.index,
+    )
+
+
+def neighbours(
+    tag: ReleaseTag,
+    tags: Iterable[ReleaseTag],
+    state_of: Callable[[ReleaseTag], ReleaseState],
+    listing_of: Callable[[ReleaseTag], Listing | None],
+    index: IndexInspector | None,
+) -> list[Neighbour]:
+    """The other releases of the install index's role (among ``tags``) that its verdict on
+    ``tag`` needs (none without an index): open ones as last listed (or to be listed),
+    those publishing with their plan, and published ones whose index step left the index
+    to a shared one. No I/O but the state file's."""
     if index is None or not index.takes_part(tag):
         return []
-    others = {str(t): t for t in (*store.tags(), *observer.listed_tags())}
     found = []
-    for other in others.values():
+    for other in {str(t): t for t in tags}.values():
         if other == tag or not index.takes_part(other):
             continue
-        state = store.release(other)
+        state = state_of(other)
         if state.publishing is not None:
             found.append(Neighbour(other, plan=state.publishing))
         elif state.is_published:
             if state.steps_done.get(INDEX_STEP, "").startswith(WAITS):
                 found.append(Neighbour(other, waiting=True))
-        elif (listing := observer.last_listing_seen(other)) is not None:
-            found.append(Neighbour(other, listing=listing))
+        else:
+            found.append(Neighbour(other, listing=listing_of(other)))
     return found
 
 

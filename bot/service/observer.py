@@ -105,6 +105,9 @@ class Observer:
         self._seen: dict[str, Sight] = {}
         self._bundles: dict[tuple[str, str], tuple[tuple[int, float], bytes]] = {}
         self.index = IndexInspector.for_profile(conn.storage, profile)
+        # The other releases a staged index is judged with (bot/service/index_day.py): the
+        # bot's and relbot wait's own, from their state; none until set.
+        self.neighbours_of: Callable[[ReleaseTag], Sequence[Neighbour]] = lambda _: ()
         # Every read of staging (listings, hashes, bundles, the index) goes through here.
         self.reads = Deadlines(read_seconds)
         self.hashes = Hashes(self._storage_digest, self.reads, patience)
@@ -291,12 +294,12 @@ class Observer:
         listing: Listing,
         *,
         fresh: bool = False,
-        neighbours: Sequence[Neighbour] = (),
     ) -> Readiness:
         """Judge the staged install index against the live one and the other releases of
-        its role (``neighbours``; bot/service/windows_index.py)."""
+        its role (those :attr:`neighbours_of` names; bot/service/windows_index.py)."""
         if self.index is None:
             return readiness
+        neighbours = self.neighbours_of(readiness.tag)
         check = await self.reads.run(
             f"index {readiness.tag}",
             f"Checking the install index staged for {readiness.tag}",

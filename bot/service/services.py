@@ -76,6 +76,7 @@ class Services:
             sleep=sleep,
             settle_seconds=settle_seconds,
         )
+        index_day.wire(self.observer, store.tags, store.release)
         self.reporter = Reporter(
             conn, store, self.team, clock=clock, poll_interval=config.model.poll_interval
         )
@@ -211,7 +212,7 @@ class Services:
             state = self.store.release(tag)
         readiness = await observer.readiness(tag, listing, previous, state)
         readiness = await observer.check_signatures(readiness)
-        readiness = await index_day.judged(self.store, observer, readiness, listing, self.reporter)
+        readiness = await index_day.judged(observer, readiness, listing, self.reporter)
         await self.reporter.summary(readiness, state)
 
     async def withdraw_changed_claims(
@@ -261,7 +262,7 @@ class Services:
         if await self.withdraw_changed_claims(tag, listing, state, now=True):
             state = self.store.release(tag)
             readiness = await observer.readiness(tag, listing, observer.last_listing(tag), state)
-        readiness = await index_day.judged(self.store, observer, readiness, listing, fresh=True)
+        readiness = await index_day.judged(observer, readiness, listing)
         blockers = readiness.blockers
         if self.conn.registry is not None and not blockers:
             try:

@@ -73,8 +73,8 @@ class IndexCheck:
 @dataclass(frozen=True)
 class Neighbour:
     """Another release of the index's role, as the bot knows it: its staging as last listed
-    (an open release), its confirmed plan (a publish under way), or neither (a published
-    release whose index step left the index to a shared one: ``waiting``)."""
+    (an open release; None: not listed yet), its confirmed plan (a publish under way), or
+    ``waiting`` (a published release whose index step left the index to a shared one)."""
 
     tag: ReleaseTag
     listing: Listing | None = None
@@ -85,7 +85,7 @@ class Neighbour:
         """What the verdict depends on, as cheap to compare as a listing's stamps."""
         if self.plan is not None:
             return (str(self.tag), self.plan.digest)
-        if self.listing is None:
+        if self.listing is None:  # published, or open and not listed yet
             return (str(self.tag), self.waiting)
         names = (*rules.names, rules.manifest_name(self.tag))
         return (
@@ -189,9 +189,12 @@ class IndexInspector:
         (staged, or public once published; none while a publish under way has not made it
         public yet), and whether it holds these very index and catalog bytes."""
         tag, rules, same = neighbour.tag, self.rules, False
-        if neighbour.listing is not None:  # open: what its staging holds now
-            manifest = self._staged(tag, neighbour.listing, rules.manifest_name(tag))
-            theirs = tuple(sha256(self._staged(tag, neighbour.listing, n)) for n in rules.names)
+        if neighbour.plan is None and not neighbour.waiting:  # open: its staging, now
+            listing = neighbour.listing
+            if listing is None:  # not listed since the start (relbot wait): list it
+                listing = self.storage.list_staging(tag) or {}
+            manifest = self._staged(tag, listing, rules.manifest_name(tag))
+            theirs = tuple(sha256(self._staged(tag, listing, n)) for n in rules.names)
             same, published = theirs == ours, False
         else:  # publishing or published: its manifest is public once its files are
             manifest = self._public_manifest(tag)

@@ -33,6 +33,7 @@ from bot.errors import RelbotError, StorageError
 from bot.journal.reader import LogReader
 from bot.ports import Storage
 from bot.ports.messages import ChannelMessage
+from bot.service import index_day
 from bot.service.connections import Connections
 from bot.service.gate import Observed
 from bot.service.observer import Observer
@@ -216,6 +217,7 @@ class StateFileSource:
             sleep=asyncio.sleep,
             settle_seconds=1.0,
         )
+        index_day.wire(self._observer, self._log.tags, lambda tag: self._log.look(tag)[1])
         return self._observer
 
     async def close(self) -> None:

@@ -14,7 +14,15 @@ import pytest
 from adapters.slack.platform import SlackPlatform
 from bot.domain.history import EventKind
 from tests.conftest import BaseWorld
-from tests.release_day import DAY, announced, day_public, day_team_toml
+from tests.release_day import (
+    DAY,
+    INDEX,
+    announced,
+    day_public,
+    day_team_toml,
+    made_live_once,
+    stage_shared_index,
+)
 from tests.slack.conftest import (
     BOT_TOKEN,
     CHANNEL,
@@ -76,16 +84,19 @@ async def day(tmp_path: Path) -> AsyncIterator[Workspace]:
 async def test_five_releases_confirmed_in_the_same_second_are_each_published_exactly_once(
     day: Workspace,
 ) -> None:
+    """…and the one install index built for the two bugfix releases is made live once."""
     ws = day
     world = ws.world
     for tag in DAY:
         world.stage(tag)
+    shared = stage_shared_index(world.staging, world.public)
+    for tag in DAY:
         await ws.ready_all(tag)
     buttons = {}
     for tag, rm in DAY.items():
         plan = await ws.answer(await ws.command(IDS[rm], "/publish", tag))
         buttons[tag] = publish_button(plan)["value"]
-    assert world.public_files() == set()
+    assert world.public_files() == set(INDEX)
 
     clicks = await asyncio.gather(*(ws.click(IDS[DAY[tag]], buttons[tag]) for tag in DAY))
     await ws.platform.drain()
@@ -98,4 +109,5 @@ async def test_five_releases_confirmed_in_the_same_second_are_each_published_exa
         assert world.events(tag, EventKind.REFUSED) == []
     posts = [c.body.get("text", "") for c in ws.mock.ok("chat.postMessage")]
     assert sorted(announced(posts)) == sorted(DAY)  # one each
-    assert world.public_files() == day_public(world.profile)
+    assert world.public_files() == day_public(world.profile) | set(INDEX)
+    made_live_once(world.store, world.public, shared)
