@@ -22,6 +22,7 @@ from bot.wait.judge import LookFailed, Outcome, Release, Until, judge, wait
 from bot.wait.sources import StateFileSource
 from bot.web.board import release_view
 from tests.conftest import World
+from tests.windows_index_data import LIVE_VERSIONS, catalog_bytes, index_bytes, manifest_bytes
 
 TAG = "3.14.1"
 
@@ -351,3 +352,38 @@ async def test_the_board_json_says_ready_and_the_last_abort(world: World) -> Non
         world.profile, tag, await world.gate.observed(tag), world.store.events(tag), now=0
     ).to_json()
     assert data["roles"]["macos"]["state"] == "waived" and data["ready"] is True
+
+
+async def test_a_wait_judges_a_shared_install_index_with_the_other_release(world: World) -> None:
+    """The index staged for 3.15.1 also lists 3.14.2's installs (the same bytes are staged
+    for both): publishable to the wait as to the bot, which lists 3.14.2 for it."""
+    shared = index_bytes("3.15.1", "3.14.2", *LIVE_VERSIONS)
+    (world.public).mkdir(parents=True, exist_ok=True)
+    (world.public / "index-windows.json").write_bytes(index_bytes(*LIVE_VERSIONS))
+    for tag in ("3.15.1", "3.14.2"):
+        world.stage(tag)
+        world.write(tag, f"windows-{tag}.json", manifest_bytes(tag))
+        world.write(tag, "index-windows.json", shared)
+        world.write(tag, "index-windows.json.cat", catalog_bytes(shared))
+        await world.ready_all(tag)
+    counting = CountingStorage(world.staging, world.public)
+    waiting = StateFileSource(
+        world.config,
+        ReleaseTag.parse("3.15.1"),
+        Until.PUBLISHABLE,
+        storage=counting,
+        clock=world.clock,
+    )
+    seen = await waiting.look()
+    assert seen is not None and seen["publishable"], seen["blockers"]
+    assert LogReader(world.config.state_path).tags() == [
+        ReleaseTag.parse("3.14.2"),
+        ReleaseTag.parse("3.15.1"),
+    ]
+    # Without 3.14.2's copy, the index lists installs of a release that does not stage it.
+    (world.staging / "3.14.2" / "index-windows.json").unlink()
+    world.clock.advance(world.config.model.poll_interval)
+    await world.say("eve", "/status 3.15.1")
+    seen = await waiting.look()
+    assert seen is not None and not seen["publishable"]
+    assert any("3.14.2's staging holds another index" in b for b in seen["blockers"]), seen

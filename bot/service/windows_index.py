@@ -85,8 +85,10 @@ class Neighbour:
         """What the verdict depends on, as cheap to compare as a listing's stamps."""
         if self.plan is not None:
             return (str(self.tag), self.plan.digest)
-        if self.listing is None:  # published, or open and not listed yet
+        if self.waiting:
             return (str(self.tag), self.waiting)
+        if self.listing is None:  # open and not listed by the caller: listed at each check
+            return object()  # never equal: no verdict is reused
         names = (*rules.names, rules.manifest_name(self.tag))
         return (
             str(self.tag),
