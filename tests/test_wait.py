@@ -375,7 +375,8 @@ async def test_a_wait_judges_a_shared_install_index_with_the_other_release(world
         clock=world.clock,
     )
     seen = await waiting.look()
-    assert seen is not None and seen["publishable"], seen["blockers"]
+    assert seen is not None
+    assert seen["publishable"], seen["blockers"]
     assert LogReader(world.config.state_path).tags() == [
         ReleaseTag.parse("3.14.2"),
         ReleaseTag.parse("3.15.1"),
