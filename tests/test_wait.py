@@ -377,10 +377,9 @@ async def test_a_wait_judges_a_shared_install_index_with_the_other_release(world
     seen = await waiting.look()
     assert seen is not None
     assert seen["publishable"], seen["blockers"]
-    assert LogReader(world.config.state_path).tags() == [
-        ReleaseTag.parse("3.14.2"),
-        ReleaseTag.parse("3.15.1"),
-    ]
+    log = LogReader(world.config.state_path)
+    assert log.tags() == [ReleaseTag.parse("3.14.2"), ReleaseTag.parse("3.15.1")]
+    log.close()
     # Without 3.14.2's copy, the index lists installs of a release that does not stage it.
     (world.staging / "3.14.2" / "index-windows.json").unlink()
     world.clock.advance(world.config.model.poll_interval)

@@ -299,7 +299,8 @@ class Observer:
         its role (those :attr:`neighbours_of` names; bot/service/windows_index.py)."""
         if self.index is None:
             return readiness
-        neighbours = self.neighbours_of(readiness.tag)
+        staged = any(name in listing for name in self.index.rules.names)
+        neighbours = self.neighbours_of(readiness.tag) if staged else ()
         check = await self.reads.run(
             f"index {readiness.tag}",
             f"Checking the install index staged for {readiness.tag}",
