@@ -60,8 +60,7 @@ class Services:
         self.pinned = pinned_statuses(store)
         self.profile = config.profile.with_pinned(self.pinned)
         self.team = Team(config.people)
-        self.store = store
-        self.conn = conn
+        self.store, self.conn = store, conn
         self.clock = clock
         self.new_code = code_factory
         self.metrics = metrics
