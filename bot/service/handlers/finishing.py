@@ -46,16 +46,16 @@ async def finishing_plan(s: Services, state: ReleaseState) -> tuple[PublishPlan,
     plan, stop = state.publishing, state.stopped
     assert plan is not None and stop is not None
     if stop.step == INDEX_STEP:
-        restaged = await _restaged_index(s, state, plan)
+        restaged, shared = await _restaged_index(s, state, plan)
         if restaged:
             names = listing([f.path for f in restaged])
             return (
-                replace(plan, files=plan.promoted.files + restaged),
+                replace(plan, files=plan.promoted.files + restaged, index_shared_with=shared),
                 f"publish the re-staged {names}, replacing the live index as it is now",
             )
         left = [f.path for f in plan.replacements]
         return (
-            replace(plan, files=plan.promoted.files),
+            replace(plan, files=plan.promoted.files, index_shared_with=()),
             f"finish without {listing(left)} (the live index stays as it is)",
         )
     left = list(stop.files)
@@ -72,19 +72,20 @@ async def finishing_plan(s: Services, state: ReleaseState) -> tuple[PublishPlan,
 
 async def _restaged_index(
     s: Services, state: ReleaseState, plan: PublishPlan
-) -> tuple[PlanFile, ...]:
+) -> tuple[tuple[PlanFile, ...], tuple[str, ...]]:
     """The install index and catalog staged again since the confirmation and claimed by
-    their role, as plan files replacing the live ones as they are now; () when staging
-    still holds the confirmed ones. Raises :class:`Refusal` when the staged ones cannot be
-    published (not claimed, or the index check refuses them)."""
+    their role, as plan files replacing the live ones as they are now, and the releases it
+    is shared with; no files when staging still holds the confirmed ones. Raises
+    :class:`Refusal` when the staged ones cannot be published (not claimed, or the index
+    check refuses them)."""
     tag, replacing = state.tag, plan.replacements
     listing_now = await s.observer.list(tag)
     paths = [f.path for f in replacing]
     if any(p not in listing_now or not listing_now[p].regular for p in paths):
-        return ()
+        return (), ()
     digests = await s.observer.digest(tag, listing_now, paths, fresh=True)
     if all(digests[f.path] == f.sha256 for f in replacing):
-        return ()
+        return (), ()
     role = replacing[0].role
     claim = state.claims.get(role)
     claimed = {f.path: f.sha256 for f in claim.snapshot} if claim is not None else {}
@@ -95,13 +96,14 @@ async def _restaged_index(
         )
     inspector = s.observer.index
     assert inspector is not None  # the plan replaces live files: the profile has an index
+    neighbours = s.observer.neighbours_of(tag)  # a re-staged index may be a shared one
     check = await asyncio.to_thread(
-        functools.partial(inspector.check, tag, listing_now, fresh=True)
+        functools.partial(inspector.check, tag, listing_now, fresh=True, neighbours=neighbours)
     )
     if check is None or check.verdict.blockers:
         why = "; ".join(check.verdict.blockers) if check else "its role takes no part"
         raise Refusal(f"The re-staged index of {tag} cannot be published: {why}.")
-    return tuple(
+    files = tuple(
         replace(
             f,
             size=listing_now[f.path].size,
@@ -110,3 +112,4 @@ async def _restaged_index(
         )
         for f in replacing
     )
+    return files, check.verdict.shared_with
