@@ -12,6 +12,7 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.ports import Journal
 from bot.ports.messages import ChannelKind
+from tests.conftest import World
 from tests.storage.test_windows_index_gate import (
     StorageFactory,
     live,
@@ -53,6 +54,18 @@ def uploaded_later(folder: Path) -> None:
         os.utime(folder / name, (stamp, stamp))
 
 
+async def ready_sharing(world: World) -> tuple[bytes, bytes]:
+    """Both releases staged with one shared index, every role ready; returns the live index
+    and the shared one."""
+    before = publish_live(world, *LIVE_VERSIONS)
+    for tag in (FIRST, LAST):
+        world.stage(tag)
+    shared = stage_shared(world.staging)
+    for tag in (FIRST, LAST):
+        await world.ready_all(tag)
+    return before, shared
+
+
 def index_step(store: Journal, tag: str) -> str:
     return store.release(ReleaseTag.parse(tag)).steps_done["index"]
 
@@ -61,12 +74,7 @@ async def test_a_shared_index_goes_live_with_the_last_of_its_releases(
     tmp_path: Path, make_storage: StorageFactory
 ) -> None:
     world = world_on(tmp_path, make_storage)
-    before = publish_live(world, *LIVE_VERSIONS)
-    for tag in (FIRST, LAST):
-        world.stage(tag)
-    shared = stage_shared(world.staging)
-    for tag in (FIRST, LAST):
-        await world.ready_all(tag)
+    before, shared = await ready_sharing(world)
 
     status = await world.say("eve", f"/status {FIRST}")
     assert f"shared with {LAST}: it goes live with the last of them to publish" in status.text
@@ -98,12 +106,7 @@ async def test_a_shared_index_restaged_without_the_waiting_installs_is_refused(
     tmp_path: Path, make_storage: StorageFactory
 ) -> None:
     world = world_on(tmp_path, make_storage)
-    before = publish_live(world, *LIVE_VERSIONS)
-    for tag in (FIRST, LAST):
-        world.stage(tag)
-    stage_shared(world.staging)
-    for tag in (FIRST, LAST):
-        await world.ready_all(tag)
+    before, _ = await ready_sharing(world)
     await world.say("hugo", await world.plan(FIRST))
     assert live(world)[0] == before
 
