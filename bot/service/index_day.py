@@ -1,16 +1,21 @@
 """The install index on a day of several releases: which other releases a release's staged
 index is judged with (see :func:`bot.domain.windows_index.judge_index`), and the notice
-that tells the index's role, the moment the bot sees it, that an index it staged is
-refused now (another release made a new index live, or a shared one changed)."""
+that tells the index's role that an index it staged is refused now (another release made a
+new index live, or a shared one changed): at once after a publish made a new index live,
+else at the scan that sees it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
 
 from bot.domain.files import Listing
 from bot.domain.history import ReleaseState
 from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
+from bot.errors import StorageError
 from bot.service.observer import Observer
 from bot.service.reporter import Reporter
 from bot.service.windows_index import INDEX_STEP, WAITS, IndexCheck, IndexInspector, Neighbour
@@ -71,6 +76,39 @@ def neighbours(
         else:
             found.append(Neighbour(other, listing=listing_of(other)))
     return found
+
+
+log = logging.getLogger(__name__)
+
+
+class Looks(Protocol):
+    """What :func:`look_again` needs of the services: the observer, the release locks and a
+    scan's look at one release."""
+
+    observer: Observer
+
+    def lock(self, tag: ReleaseTag) -> AbstractAsyncContextManager[None]: ...
+
+    async def scan_release(self, tag: ReleaseTag) -> None: ...
+
+
+async def look_again(looks: Looks, published: ReleaseState) -> None:
+    """After ``published`` made a new index live: look now, each under its own lock, at the
+    other open releases whose staging held an index, so that one made stale by it is told
+    to its role at once, not at the next scan."""
+    observer = looks.observer
+    index = observer.index
+    if index is None or not published.steps_done.get(INDEX_STEP, "").endswith("replaced"):
+        return
+    for other in observer.listed_tags():
+        listing = observer.last_listing_seen(other)
+        if other == published.tag or listing is None or index.rules.file not in listing:
+            continue
+        async with looks.lock(other):
+            try:
+                await looks.scan_release(other)
+            except StorageError as err:  # the next scan says it, as any scan's trouble
+                log.warning("could not look at %s after a new index went live: %s", other, err)
 
 
 async def tell_refused(

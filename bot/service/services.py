@@ -103,8 +103,7 @@ class Services:
     async def require_known(self, tag: ReleaseTag) -> None:
         """Refuse a command that would record something about a release nobody staged or
         acted on: a typo (3.14.11) would become a release kept and listed for ever."""
-        unknown = await self.unknown_release(tag)
-        if unknown is not None:
+        if (unknown := await self.unknown_release(tag)) is not None:
             raise Refusal(unknown)
 
     async def unknown_release(self, tag: ReleaseTag) -> str | None:
@@ -158,15 +157,16 @@ class Services:
         self.reporter.forget(tag)
 
     async def _published(self, tag: ReleaseTag) -> None:
-        status = self.store.release(tag).branch_status
-        if status is not None:
-            self.pinned[str(tag)] = status
+        state = self.store.release(tag)
+        if state.branch_status is not None:
+            self.pinned[str(tag)] = state.branch_status
         self.logins.forget(tag)
         self.observer.forget(tag)
         self.reporter.forget(tag)
         if self.observer.index is not None:
             self.observer.index.forget()  # the live index may have changed: judge afresh
         await self.refresh(tag)
+        self.follow_ups.start(index_day.look_again(self, state))
 
     async def _staged_changed(self, tag: ReleaseTag, paths: list[str]) -> list[str]:
         """The bot found staged files that are not the confirmed ones when it copied them:
