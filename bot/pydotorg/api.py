@@ -12,15 +12,20 @@ import httpx
 
 from bot.errors import RegistryError
 from bot.http_client import HttpService, OtherOrigin
+from bot.pydotorg.rate_limit import RateLimitNotice
 
 _log = logging.getLogger(__name__)
 
 
 class PydotorgApi(HttpService):
     """A client of python.org's API over one HTTP client (``self._http``); each wait for
-    python.org's rate limit is told to ``_on_rate_limit`` (seconds), when set."""
+    python.org's rate limit is told to :meth:`_waits`, when it gives a notice."""
 
-    _on_rate_limit: Callable[[float], None] | None = None
+    def _waits(self) -> RateLimitNotice | None:
+        """Who is told the waits python.org's rate limit asks of this thread's requests
+        (None: they are logged only). The one client serves concurrent publishes, each in its
+        own worker thread: a wait is told to the release whose request waits."""
+        return None
 
     def _url(self, reference: str) -> httpx.URL:
         """``reference`` (relative to the API, or an absolute path from the API) as a URL on
@@ -39,7 +44,6 @@ class PydotorgApi(HttpService):
         *,
         what: str,
         body: Mapping[str, object] | None = None,
-        on_rate_limit: Callable[[float], None] | None = None,
     ) -> tuple[httpx.Response, int]:
         """The answer to one request (retried as the client's policy says) and how many
         attempts it took. Raises :class:`RegistryError` when python.org cannot be reached."""
@@ -49,7 +53,7 @@ class PydotorgApi(HttpService):
                 url,
                 content=None if body is None else json.dumps(body).encode(),
                 headers={} if body is None else {"Content-Type": "application/json"},
-                on_rate_limit=on_rate_limit or self._on_rate_limit,
+                on_rate_limit=self._waits(),
             )
         except httpx.TransportError as err:
             tries = "once" if method == "POST" else f"after {self._http.retry.attempts} attempts"

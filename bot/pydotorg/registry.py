@@ -13,6 +13,7 @@ difference: records that already match are left alone, so running it again write
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -57,12 +58,20 @@ class _ReleaseTarget:
     os_uris: Mapping[str, str]
 
 
+class _ThisSync(threading.local):
+    """What a thread's sync tells its release: each publish syncs in a worker thread of its
+    own, and the one registry serves them all at once."""
+
+    waits: RateLimitNotice | None = None
+
+
 class PydotorgRegistry(PydotorgApi):
     """python.org's release database through API v1 (``Authorization: ApiKey user:key``).
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
     names where it came from (an env var) for error messages. Blocking: run it in a worker
-    thread. The key never appears in logs, exceptions or ``repr``.
+    thread; one registry serves concurrent syncs, each in its own thread. The key never
+    appears in logs, exceptions or ``repr``.
     """
 
     def __init__(
@@ -98,8 +107,11 @@ class PydotorgRegistry(PydotorgApi):
             retry=retry,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
-        # python.org's rate limit: a wait is told once (to the release channel, if given)
-        self._on_rate_limit = RateLimitNotice(self._user, notice)
+        # python.org's rate limit: a wait is told once per sync, to the channel of the sync's
+        # release (``notice`` is told those of a sync given none, and of other requests)
+        self._notice = notice
+        self._outside_syncs = RateLimitNotice(self._user, notice)
+        self._this_sync = _ThisSync()
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
@@ -131,8 +143,15 @@ class PydotorgRegistry(PydotorgApi):
         :func:`bot.domain.records.schedule` (create before delete). Raises
         :class:`RegistryError`; a run that stopped midway is finished by running it again.
         """
-        if notice is not None:  # this sync's own: a wait is told once per publish
-            self._on_rate_limit = RateLimitNotice(self._user, notice)
+        # This sync's own notice, for this thread's requests only: a wait is told once per
+        # publish, to its own release (another publish may be syncing in another thread).
+        self._this_sync.waits = RateLimitNotice(self._user, notice or self._notice)
+        try:
+            return self._sync(plan)
+        finally:
+            self._this_sync.waits = None
+
+    def _sync(self, plan: PublishPlan) -> RegistryReport:
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
         planned_all = planned_records(self.settings, self._profile, plan)
@@ -154,6 +173,9 @@ class PydotorgRegistry(PydotorgApi):
         report = RegistryReport(created, replaced, deleted, unchanged)
         _log.info("python.org records of %s: %s", plan.tag, report)
         return report
+
+    def _waits(self) -> RateLimitNotice:
+        return self._this_sync.waits or self._outside_syncs
 
     # -- lookups
 
