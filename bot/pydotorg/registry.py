@@ -13,7 +13,6 @@ difference: records that already match are left alone, so running it again write
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -34,10 +33,10 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
-from bot.http_client import HttpClient, RetryPolicy
+from bot.http_client import HttpClient, RequestBudget, RetryPolicy
 from bot.ports import RegistryReport
 from bot.pydotorg.api import PydotorgApi, server_message
-from bot.pydotorg.rate_limit import RateLimitNotice, rate_limit_refusal
+from bot.pydotorg.rate_limit import BudgetRefusal, SyncNotices, rate_limit_refusal
 from bot.pydotorg.storable import check_storable
 
 _log = logging.getLogger(__name__)
@@ -58,21 +57,16 @@ class _ReleaseTarget:
     os_uris: Mapping[str, str]
 
 
-class _ThisSync(threading.local):
-    """What a thread's sync tells its release: each publish syncs in a worker thread of its
-    own, and the one registry serves them all at once."""
-
-    waits: RateLimitNotice | None = None
-
-
 class PydotorgRegistry(PydotorgApi):
     """python.org's release database through API v1 (``Authorization: ApiKey user:key``).
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
     names where it came from (an env var) for error messages. Blocking: run it in a worker
-    thread; one registry serves concurrent syncs, each in its own thread. The key never
-    appears in logs, exceptions or ``repr``.
+    thread; concurrent syncs share it, paced by its ``budget`` (``api_v1_budget``). The key
+    never appears in logs, exceptions or ``repr``.
     """
+
+    _notices: SyncNotices
 
     def __init__(
         self,
@@ -85,6 +79,7 @@ class PydotorgRegistry(PydotorgApi):
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
         notice: Callable[[str], None] | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         if auth.count(":") != 1 or not all(part.strip() for part in auth.split(":")):
             raise ConfigError(
@@ -105,13 +100,10 @@ class PydotorgRegistry(PydotorgApi):
             transport=transport,
             timeout=timeout,
             retry=retry,
+            budget=budget,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
-        # python.org's rate limit: a wait is told once per sync, to the channel of the sync's
-        # release (``notice`` is told those of a sync given none, and of other requests)
-        self._notice = notice
-        self._outside_syncs = RateLimitNotice(self._user, notice)
-        self._this_sync = _ThisSync()
+        self._notices = SyncNotices(self._user, notice, budget)  # a wait is told once per sync
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
@@ -143,13 +135,8 @@ class PydotorgRegistry(PydotorgApi):
         :func:`bot.domain.records.schedule` (create before delete). Raises
         :class:`RegistryError`; a run that stopped midway is finished by running it again.
         """
-        # This sync's own notice, for this thread's requests only: a wait is told once per
-        # publish, to its own release (another publish may be syncing in another thread).
-        self._this_sync.waits = RateLimitNotice(self._user, notice or self._notice)
-        try:
+        with self._notices.sync(notice):  # another publish may sync in another thread
             return self._sync(plan)
-        finally:
-            self._this_sync.waits = None
 
     def _sync(self, plan: PublishPlan) -> RegistryReport:
         target = self._target(plan.tag)
@@ -173,9 +160,6 @@ class PydotorgRegistry(PydotorgApi):
         report = RegistryReport(created, replaced, deleted, unchanged)
         _log.info("python.org records of %s: %s", plan.tag, report)
         return report
-
-    def _waits(self) -> RateLimitNotice:
-        return self._this_sync.waits or self._outside_syncs
 
     # -- lookups
 
@@ -249,6 +233,8 @@ class PydotorgRegistry(PydotorgApi):
             response: httpx.Response | None = None
             try:
                 answer, _ = self._send("POST", files, what=what, body=record)
+            except BudgetRefusal:  # not sent
+                raise
             except RegistryError as err:  # no answer at all: it may or may not be done
                 failure, reason = err, "no answer"
             else:
