@@ -95,7 +95,9 @@ def build_registry(config: Config) -> Registry | None:
 
 
 def build_purger(config: Config) -> Purger | None:
-    """The CDN purge of ``[cdn]`` (URL templates, default: the profile's), or None."""
+    """The CDN purge of ``[cdn]`` (URL templates, default: the profile's), or None. The
+    process has one: publishes purge through it in turn, and none sends a URL again that
+    another sent after it asked."""
     settings = config.model.cdn
     if settings is None:
         return None
