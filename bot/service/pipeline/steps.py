@@ -170,7 +170,8 @@ class SwapIndex:
 
 class Register:
     """Make python.org's records match every public file of the release; a wait python.org's
-    rate limit asks for is told to the channel once."""
+    rate limit asks for, or the bot's budget of its requests (shared by every publish), is
+    told once to this release's channel, never another's."""
 
     name = "register"
 
