@@ -73,11 +73,14 @@ def build_storage(config: Config) -> Storage:
 
 
 def build_registry(config: Config) -> Registry | None:
-    """The release database of ``[pydotorg]``, or None with ``kind = "none"``."""
+    """The release database of ``[pydotorg]``, or None with ``kind = "none"``. The process
+    has one: every publish syncs through it, within one budget of python.org's API v1 (600
+    requests an hour for the API user, however many releases publish at once)."""
     settings = config.model.pydotorg
     if settings.kind == "none":
         return None
     from bot.http_client import RetryPolicy
+    from bot.pydotorg.rate_limit import api_v1_budget
     from bot.pydotorg.registry import PydotorgRegistry
 
     auth = config.secret("pydotorg.auth_env", settings.auth_env)
@@ -87,11 +90,14 @@ def build_registry(config: Config) -> Registry | None:
         config.profile,
         auth_source=settings.auth_env,
         retry=RetryPolicy(max_wait=settings.max_wait),
+        budget=api_v1_budget(),
     )
 
 
 def build_purger(config: Config) -> Purger | None:
-    """The CDN purge of ``[cdn]`` (URL templates, default: the profile's), or None."""
+    """The CDN purge of ``[cdn]`` (URL templates, default: the profile's), or None. The
+    process has one: publishes purge through it in turn, and none sends a URL again that
+    another sent after it asked."""
     settings = config.model.cdn
     if settings is None:
         return None

@@ -11,16 +11,28 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from bot.errors import RegistryError
-from bot.http_client import HttpService, OtherOrigin
+from bot.http_client import BudgetSpent, HttpService, OtherOrigin, RequestBudget
+from bot.pydotorg.rate_limit import RateLimitNotice, SyncNotices, budget_refusal
 
 _log = logging.getLogger(__name__)
 
 
 class PydotorgApi(HttpService):
     """A client of python.org's API over one HTTP client (``self._http``); each wait for
-    python.org's rate limit is told to ``_on_rate_limit`` (seconds), when set."""
+    python.org's rate limit is told to :meth:`_waits`, when it gives a notice."""
 
-    _on_rate_limit: Callable[[float], None] | None = None
+    # Who is told the waits python.org's rate limit asks for (None: they are logged only).
+    _notices: SyncNotices | None = None
+
+    def _waits(self) -> RateLimitNotice | None:
+        """The notice of this thread's requests: one client serves concurrent publishes,
+        each in its own worker thread, and a wait is told to the release whose request waits."""
+        return None if self._notices is None else self._notices.current()
+
+    @property
+    def budget(self) -> RequestBudget | None:
+        """The budget every request of this client takes a slot of, if any."""
+        return self._http.budget
 
     def _url(self, reference: str) -> httpx.URL:
         """``reference`` (relative to the API, or an absolute path from the API) as a URL on
@@ -39,18 +51,23 @@ class PydotorgApi(HttpService):
         *,
         what: str,
         body: Mapping[str, object] | None = None,
-        on_rate_limit: Callable[[float], None] | None = None,
     ) -> tuple[httpx.Response, int]:
         """The answer to one request (retried as the client's policy says) and how many
-        attempts it took. Raises :class:`RegistryError` when python.org cannot be reached."""
+        attempts it took. Raises :class:`RegistryError` when python.org cannot be reached,
+        :class:`~bot.pydotorg.rate_limit.BudgetRefusal` when the client's request budget
+        would hold it longer than the policy's ``max_wait`` (it was not sent)."""
+        waits = self._waits()
         try:
             response, attempts = self._http.send(
                 method,
                 url,
                 content=None if body is None else json.dumps(body).encode(),
                 headers={} if body is None else {"Content-Type": "application/json"},
-                on_rate_limit=on_rate_limit or self._on_rate_limit,
+                on_rate_limit=waits,
+                on_budget_wait=None if waits is None else waits.budget_spent,
             )
+        except BudgetSpent as spent:
+            raise budget_refusal(spent, self._http.retry, what) from None
         except httpx.TransportError as err:
             tries = "once" if method == "POST" else f"after {self._http.retry.attempts} attempts"
             raise RegistryError(

@@ -3,12 +3,21 @@
 The URLs are templates from the profile's ``[pydotorg] purge`` list (the ones run_release.py
 purges today). A purge that fails is retried, then reported in the :class:`PurgeReport`: it is
 never raised, since the files are already public and nothing should undo that.
+
+The process has one purger, shared by every publish. Releases confirmed together purge one at
+a time, never interleaved: a URL that another publish's purge sent after this purge was asked
+for (so after this release's change: the purge step runs after it) is not sent again, and one
+sent before is always sent again (skipping it would leave a stale page). Fastly does not rate
+limit URL purges; the ordering is the bot's own.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -34,10 +43,12 @@ class PurgeFailure:
 
 @dataclass(frozen=True)
 class PurgeReport:
-    """What a purge did: the URLs purged and those that failed after retries."""
+    """What a purge did: the URLs purged, those that failed after retries, and those
+    ``already`` purged by another publish since this purge was asked for (not sent again)."""
 
     purged: tuple[str, ...] = ()
     failed: tuple[PurgeFailure, ...] = ()
+    already: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -48,7 +59,8 @@ class CdnPurger(HttpService):
     """Sends HTTP ``PURGE`` to each URL template expanded for a tag.
 
     Placeholders: ``{tag}`` (3.14.0rc2), ``{version}`` (3.14.0), ``{branch}`` (3.14) and
-    ``{tag_nodots}`` (3140rc2). Blocking: run it in a worker thread.
+    ``{tag_nodots}`` (3140rc2). Blocking: run it in a worker thread; concurrent purges wait
+    for each other (one publish's URLs at a time).
     """
 
     def __init__(
@@ -65,6 +77,13 @@ class CdnPurger(HttpService):
         # publish replaced (the install index) are purged there, with their folder.
         self.files_url = files_url
         self._http = HttpClient(transport=transport, timeout=timeout, retry=retry)
+        self._turn = threading.Lock()  # one publish's purge at a time
+        self._purging: ReleaseTag | None = None  # whose purge holds the turn
+        # A number for each purge asked for and each URL sent, in order: a URL sent after a
+        # purge was asked for has a greater one.
+        self._numbers = itertools.count()
+        self._numbering = threading.Lock()
+        self._sent: dict[str, int] = {}  # URL → the number of its last purge that worked
 
     @classmethod
     def from_profile(
@@ -100,17 +119,50 @@ class CdnPurger(HttpService):
 
     def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeReport:
         """PURGE every URL of ``tag`` and of the ``replaced`` public paths; failures are
-        retried, then reported, never raised."""
+        retried, then reported, never raised. Waits for another publish's purge to end; a URL
+        that one sent after this call began is not sent again."""
+        asked = self._number()  # after this release's change: the step runs after it
         purged: list[str] = []
         failed: list[PurgeFailure] = []
-        for url in self.urls(tag, replaced):
-            reason = self._purge_one(url)
-            if reason is None:
-                purged.append(url)
-            else:
-                _log.warning("CDN purge of %s failed: %s", url, reason)
-                failed.append(PurgeFailure(url, reason))
-        return PurgeReport(tuple(purged), tuple(failed))
+        already: list[str] = []
+        with self._turn_of(tag):
+            for url in self.urls(tag, replaced):
+                if self._sent.get(url, -1) > asked:
+                    already.append(url)
+                    continue
+                sent = self._number()
+                reason = self._purge_one(url)
+                if reason is None:
+                    self._sent[url] = sent
+                    purged.append(url)
+                else:
+                    _log.warning("CDN purge of %s failed: %s", url, reason)
+                    failed.append(PurgeFailure(url, reason))
+        if already:
+            _log.info(
+                "CDN purge of %s: %d URLs already purged by another publish since it was asked for",
+                tag,
+                len(already),
+            )
+        return PurgeReport(tuple(purged), tuple(failed), tuple(already))
+
+    @contextmanager
+    def _turn_of(self, tag: ReleaseTag) -> Iterator[None]:
+        """Hold the purger for ``tag``'s purge, after any other publish's purge."""
+        if not self._turn.acquire(blocking=False):
+            holder = self._purging  # read without the lock: for the log only
+            _log.info("CDN purge of %s waits for the purge of %s", tag, holder or "another")
+            self._turn.acquire()
+        try:
+            self._purging = tag
+            yield
+        finally:
+            self._purging = None
+            self._turn.release()
+
+    def _number(self) -> int:
+        with self._numbering:
+            return next(self._numbers)
 
     def _purge_one(self, url: str) -> str | None:
         try:

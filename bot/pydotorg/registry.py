@@ -33,10 +33,10 @@ from bot.domain.records import (
 )
 from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RegistryError
-from bot.http_client import HttpClient, RetryPolicy
+from bot.http_client import HttpClient, RequestBudget, RetryPolicy
 from bot.ports import RegistryReport
 from bot.pydotorg.api import PydotorgApi, server_message
-from bot.pydotorg.rate_limit import RateLimitNotice, rate_limit_refusal
+from bot.pydotorg.rate_limit import BudgetRefusal, SyncNotices, rate_limit_refusal
 from bot.pydotorg.storable import check_storable
 
 _log = logging.getLogger(__name__)
@@ -62,8 +62,11 @@ class PydotorgRegistry(PydotorgApi):
 
     ``auth`` is ``"user:apikey"`` as read from the environment by the caller; ``auth_source``
     names where it came from (an env var) for error messages. Blocking: run it in a worker
-    thread. The key never appears in logs, exceptions or ``repr``.
+    thread; concurrent syncs share it, paced by its ``budget`` (``api_v1_budget``). The key
+    never appears in logs, exceptions or ``repr``.
     """
+
+    _notices: SyncNotices
 
     def __init__(
         self,
@@ -76,6 +79,7 @@ class PydotorgRegistry(PydotorgApi):
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
         notice: Callable[[str], None] | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         if auth.count(":") != 1 or not all(part.strip() for part in auth.split(":")):
             raise ConfigError(
@@ -96,10 +100,10 @@ class PydotorgRegistry(PydotorgApi):
             transport=transport,
             timeout=timeout,
             retry=retry,
+            budget=budget,
         )
         self._targets: dict[str, _ReleaseTarget] = {}
-        # python.org's rate limit: a wait is told once (to the release channel, if given)
-        self._on_rate_limit = RateLimitNotice(self._user, notice)
+        self._notices = SyncNotices(self._user, notice, budget)  # a wait is told once per sync
 
     def __repr__(self) -> str:
         return f"PydotorgRegistry(api_url={str(self._api_url)!r}, user={self._user!r})"
@@ -131,8 +135,10 @@ class PydotorgRegistry(PydotorgApi):
         :func:`bot.domain.records.schedule` (create before delete). Raises
         :class:`RegistryError`; a run that stopped midway is finished by running it again.
         """
-        if notice is not None:  # this sync's own: a wait is told once per publish
-            self._on_rate_limit = RateLimitNotice(self._user, notice)
+        with self._notices.sync(notice):  # another publish may sync in another thread
+            return self._sync(plan)
+
+    def _sync(self, plan: PublishPlan) -> RegistryReport:
         target = self._target(plan.tag)
         wanted: dict[str, Record] = {}
         planned_all = planned_records(self.settings, self._profile, plan)
@@ -227,6 +233,8 @@ class PydotorgRegistry(PydotorgApi):
             response: httpx.Response | None = None
             try:
                 answer, _ = self._send("POST", files, what=what, body=record)
+            except BudgetRefusal:  # not sent
+                raise
             except RegistryError as err:  # no answer at all: it may or may not be done
                 failure, reason = err, "no answer"
             else:

@@ -174,7 +174,8 @@ class SwapIndex:
 
 class Register:
     """Make python.org's records match every public file of the release; a wait python.org's
-    rate limit asks for is told to the channel once."""
+    rate limit asks for, or the bot's budget of its requests (shared by every publish), is
+    told once to this release's channel, never another's."""
 
     name = "register"
 
@@ -201,7 +202,9 @@ class Register:
 
 
 class Purge:
-    """Ask the CDN to forget its copies; a failure is told, never retried (pages expire)."""
+    """Ask the CDN to forget its copies; a failure is told, never retried (pages expire).
+    Publishes share the purger: a URL another publish purged since this one asked is not
+    purged twice, and the result says how many."""
 
     name = "purge"
 
@@ -222,7 +225,11 @@ class Purge:
                 f"The CDN purge of {plan.tag} failed for {len(purged.failed)} URLs "
                 f"({failed}); the files are public, stale pages expire on their own.",
             )
-        return f"{len(purged.purged)} URLs purged, {len(purged.failed)} failed"
+        # The purger names the URLs another publish's purge sent since this one was asked
+        # for (the port's outcome does not have to: a purger that never skips has none).
+        already = len(getattr(purged, "already", ()))
+        shared = f", {already} already purged by another publish" if already else ""
+        return f"{len(purged.purged)} URLs purged{shared}, {len(purged.failed)} failed"
 
 
 class Announce:
