@@ -242,6 +242,11 @@ class PurgeOutcome(Protocol):
     @property
     def failed(self) -> Sequence[object]: ...
 
+    @property
+    def already(self) -> Sequence[str]:
+        """URLs not sent: another publish's purge sent them after this one was asked for."""
+        ...
+
 
 class Purger(Protocol):
     """Purges a CDN's copies of a release's pages. Blocking; failures are reported in the

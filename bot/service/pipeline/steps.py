@@ -225,9 +225,7 @@ class Purge:
                 f"The CDN purge of {plan.tag} failed for {len(purged.failed)} URLs "
                 f"({failed}); the files are public, stale pages expire on their own.",
             )
-        # The purger names the URLs another publish's purge sent since this one was asked
-        # for (the port's outcome does not have to: a purger that never skips has none).
-        already = len(getattr(purged, "already", ()))
+        already = len(purged.already)  # sent by another publish since this one was asked
         shared = f", {already} already purged by another publish" if already else ""
         return f"{len(purged.purged)} URLs purged{shared}, {len(purged.failed)} failed"
 
