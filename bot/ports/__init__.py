@@ -232,7 +232,6 @@ class Registry(Protocol):
 
     def check(self) -> list[str]:
         """For ``relbot check``: problems reaching the database with these credentials."""
-        ...
 
 
 class PurgeOutcome(Protocol):
@@ -242,10 +241,8 @@ class PurgeOutcome(Protocol):
     @property
     def failed(self) -> Sequence[object]: ...
 
-    @property
-    def already(self) -> Sequence[str]:
-        """URLs not sent: another publish's purge sent them after this one was asked for."""
-        ...
+    @property  # URLs not sent: another publish's purge sent them after this one was asked
+    def already(self) -> Sequence[str]: ...
 
 
 class Purger(Protocol):
@@ -253,9 +250,7 @@ class Purger(Protocol):
     outcome, never raised (a publish is never undone for a stale cache)."""
 
     def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeOutcome:
-        """Purge ``tag``'s pages, and the public paths a publish ``replaced`` (with their
-        folder)."""
-        ...
+        """Purge ``tag``'s pages and the public paths a publish ``replaced`` (and folders)."""
 
 
 @dataclass(frozen=True)
