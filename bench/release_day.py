@@ -13,7 +13,8 @@ Slack's API). Three release managers then click their Publish buttons within
 release board are asked again and again.
 
 Prints, per release, the time from its click to its "Published" answer; which publish made
-the shared install index live (and what the other's index step did); the whole day from
+the shared install index live (and what the other's index step did); python.org's requests
+(and 429s) and the CDN purges sent against those asked for; the whole day from
 the first click to the last answer; the storage's round trips of one scan with five releases
 open; and the latency of ``/status`` (no tag) and of the board's front page during the
 publishes. Not a test; everything lives in a temporary folder removed at the end.
@@ -39,9 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.domain.tags import ReleaseTag
 from bot.metrics import Metrics
+from bot.pydotorg.cdn import CdnPurger
+from bot.pydotorg.rate_limit import api_v1_budget
+from bot.pydotorg.registry import PydotorgRegistry
 from bot.storage.sftp import SftpStorage
 from bot.web.board_routes import BoardRoutes
 from bot.web.health import HealthServer
+from tests.doubles.pydotorg import PydotorgDouble
 from tests.release_day import BUGFIX, DAY, stage_shared_index
 from tests.slack.conftest import NED, Workspace
 from tests.slack.conftest import release_workspace as slack_workspace
@@ -60,6 +65,24 @@ class SftpDayWorld(DayWorld):
 
     def make_storage(self) -> Any:
         return sftp_storage(self.server, self.staging, self.public)
+
+
+def wire_pydotorg(world: DayWorld, api: PydotorgDouble) -> CdnPurger:
+    """The registry (with the process's API v1 budget) and the CDN purge, against the
+    python.org double, each release's Release created as its RM does in the admin."""
+    for tag in DAY:
+        api.add_release(f"Python {tag}")
+    budget = api_v1_budget()
+    world.conn.registry = PydotorgRegistry(api.url, "rm:key", world.profile, budget=budget)
+    templates = [
+        t.replace("https://www.python.org/", api.base_url).replace(
+            "https://docs.python.org/", api.base_url + "docs/"
+        )
+        for t in world.profile.spec.pydotorg["purge"]
+    ]
+    purger = CdnPurger(templates, files_url=api.base_url + "ftp/python/")
+    world.conn.purger = purger
+    return purger
 
 
 def make_big(world: DayWorld, tag: str, gb: float) -> int:
@@ -97,8 +120,11 @@ async def day(gb: float, spread: float) -> None:
     await mock.start()
     platform = day_platform(mock.api_url)
     SftpDayWorld.server = server
+    api = PydotorgDouble(users={"rm": ("key", True)})
+    api.__enter__()
     with tempfile.TemporaryDirectory(prefix="relbot-day-") as folder:
         world = SftpDayWorld(Path(folder), platform.chat)
+        purger = wire_pydotorg(world, api)
         storage = world.storage
         assert isinstance(storage, SftpStorage)
         await platform.start(world.gate)
@@ -163,6 +189,8 @@ async def day(gb: float, spread: float) -> None:
                 t: world.store.release(ReleaseTag.parse(t)).steps_done["index"] for t in BUGFIX
             }
             live = (world.public / "index-windows.json").read_bytes() == shared
+            done_steps = {t: world.store.release(ReleaseTag.parse(t)).steps_done for t in DAY}
+            asked = sum(len(purger.urls(ReleaseTag.parse(t))) for t in DAY) + 2 * len(BUGFIX)
         finally:
             await board.stop()
             await platform.stop()
@@ -170,6 +198,7 @@ async def day(gb: float, spread: float) -> None:
             storage.close()
             await mock.stop()
             server.stop()
+            api.__exit__(None, None, None)
     for name, counted in zip(("first scan", "next scan"), trips, strict=True):
         print(f"{name}, five releases open: {sum(counted.values())} round trips {dict(counted)}")
     print(f"confirmations over {spread:g} s by three RMs (thomas, hugo, pablo):")
@@ -177,6 +206,11 @@ async def day(gb: float, spread: float) -> None:
         print(f"  {tag:8} clicked at +{start - first:5.1f} s, public {end - start:6.2f} s later")
     print(f"the whole day, first click to last answer: {last - first:.1f} s")
     print(f"the shared install index is live: {live}; index steps: {steps}")
+    throttled = sum(1 for r in api.requests if r.status == 429)
+    print(f"python.org: {len(api.requests)} requests, {throttled} answered 429")
+    print(f"CDN: {len(api.purges)} purges sent for {asked} asked (a URL per release)")
+    for tag, done in done_steps.items():
+        print(f"  {tag:8} register: {done['register']}; purge: {done['purge']}")
     for name, times in (("/status (no tag)", status_times), ("board /", board_times)):
         ms = sorted(t * 1000 for t in times)
         print(

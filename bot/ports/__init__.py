@@ -1,7 +1,10 @@
 """The ports: the small interfaces the service layer needs from the world (storage, the
 journal, python.org, the CDN, the forum, the signature verifier, the chat channel) and the
 messages it sends through them (:mod:`~bot.ports.messages`). The I/O packages and the
-adapters implement them. The ports may import the basics and :mod:`bot.domain` only."""
+adapters implement them. The ports may import the basics and :mod:`bot.domain` only.
+
+Over 400 lines because it is the one catalogue of what the core asks of the world: a short
+Protocol or report per service, read together."""
 
 from __future__ import annotations
 
@@ -249,8 +252,14 @@ class Purger(Protocol):
     """Purges a CDN's copies of a release's pages. Blocking; failures are reported in the
     outcome, never raised (a publish is never undone for a stale cache)."""
 
-    def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeOutcome:
-        """Purge ``tag``'s pages and the public paths a publish ``replaced`` (and folders)."""
+    def ask(self) -> int:
+        """A mark of now; see ``since``."""
+
+    def purge(
+        self, tag: ReleaseTag, replaced: Sequence[str] = (), *, since: int | None = None
+    ) -> PurgeOutcome:
+        """Purge ``tag``'s pages and the public paths a publish ``replaced`` (and folders),
+        save URLs another purge sent after ``since`` (an :meth:`ask` of the caller)."""
 
 
 @dataclass(frozen=True)

@@ -117,11 +117,18 @@ class CdnPurger(HttpService):
                 urls += [self.files_url + path, self.files_url + folder]
         return list(dict.fromkeys(urls))
 
-    def purge(self, tag: ReleaseTag, replaced: Sequence[str] = ()) -> PurgeReport:
+    def ask(self) -> int:
+        """A mark of now: a purge given it as ``since`` does not send again a URL that
+        another publish's purge sent after it (the caller asks once its change is made)."""
+        return self._number()
+
+    def purge(
+        self, tag: ReleaseTag, replaced: Sequence[str] = (), *, since: int | None = None
+    ) -> PurgeReport:
         """PURGE every URL of ``tag`` and of the ``replaced`` public paths; failures are
         retried, then reported, never raised. Waits for another publish's purge to end; a URL
-        that one sent after this call began is not sent again."""
-        asked = self._number()  # after this release's change: the step runs after it
+        that one sent after ``since`` (default: this call) is not sent again."""
+        asked = self.ask() if since is None else since
         purged: list[str] = []
         failed: list[PurgeFailure] = []
         already: list[str] = []

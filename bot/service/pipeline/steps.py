@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -201,6 +202,9 @@ class Register:
         )
 
 
+_PURGES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relbot-purge")
+
+
 class Purge:
     """Ask the CDN to forget its copies; a failure is told, never retried (pages expire).
     Publishes share the purger: a URL another publish purged since this one asked is not
@@ -217,7 +221,13 @@ class Purge:
         if purger is None:
             return "no CDN configured"
         replaced = [f.target for f in plan.replacements]  # the install index
-        purged = await asyncio.to_thread(purger.purge, plan.tag, replaced)
+        # Publishes purge one at a time, in a thread of their own: one waiting for its turn
+        # holds no worker thread that scans, /status and the board need. Asked now, after
+        # the release's change: URLs another purge sends meanwhile are not sent again.
+        since = purger.ask()
+        log.info("%s asks for its CDN purge (mark %d)", plan.tag, since)
+        purge = functools.partial(purger.purge, plan.tag, replaced, since=since)
+        purged = await asyncio.get_running_loop().run_in_executor(_PURGES, purge)
         if purged.failed:
             failed = "; ".join(str(f) for f in purged.failed[:5])
             await self._reporter.notice(
