@@ -4,6 +4,7 @@ hostile names, show no code, and list nothing per request."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import shutil
@@ -209,6 +210,38 @@ async def test_python_org_objection_makes_it_unpublishable_as_publish_says(
                 api.add_release("Python 3.14.1")
                 world.clock.advance(30)  # python.org is asked again after a poll interval
                 await assert_board_agrees_with_publish(world, board, "3.14.1", True)
+        finally:
+            await server.stop()
+
+
+async def test_the_board_never_waits_for_a_command_holding_the_release(tmp_path: Path) -> None:
+    """A confirmation holds its release while it publishes (seconds, for 1.5 GB): the board
+    must not wait to ask python.org meanwhile. It says what it last knew, and asks once the
+    release is free."""
+    with PydotorgDouble(users={"rm": ("key", True)}) as api:
+        world = BoardWorld(tmp_path)
+        world.conn.registry = PydotorgRegistry(
+            api.url, "rm:key", world.profile, auth_source="PYDOTORG_AUTH",
+            retry=RetryPolicy(attempts=1, backoff=0.0, sleep=lambda _: None),
+        )  # fmt: skip
+        api.add_release("Python 3.14.1")
+        port = free_port()
+        server = HealthServer(world.gate.metrics, 30, port)
+        server.serve_board(BoardRoutes(world.gate))
+        await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as board:
+                world.stage("3.14.1")
+                await world.gate.scan()
+                await world.ready_all("3.14.1")
+                tag = ReleaseTag.parse("3.14.1")
+                seen = world.gate._services.observer.seen(tag)
+                assert seen is not None and seen.preflight is None  # never asked yet
+                async with world.gate._services.lock(tag):
+                    data = await asyncio.wait_for(release_json(board, "3.14.1"), 5)
+                    assert data["publishable"] and seen.preflight is None  # not asked
+                observed = await world.gate.observed(tag)  # what the next page is made of
+                assert not observed.blockers and seen.preflight is not None  # asked now
         finally:
             await server.stop()
 

@@ -311,13 +311,13 @@ class Gate:
         return Observed(state, readiness, digests, tuple(blockers))
 
     async def _preflight_lately(self, tag: ReleaseTag, seen: Sight) -> str:
-        """python.org's objection to publishing ``tag`` ("" for none), asked again only when
-        the last answer is a poll interval old and no command holds the release."""
+        """python.org's objection to ``tag`` ("" for none), asked again when a poll interval
+        old; while a command holds it (a publish), what it last knew: the board never waits."""
         assert self._conn.registry is not None
         last = seen.preflight
         fresh = last is not None and self._clock() - last[0] < self.config.model.poll_interval
-        if last is not None and (fresh or self._services.locks.locked(str(tag))):
-            return last[1]
+        if self._services.locks.locked(str(tag)) or (last is not None and fresh):
+            return last[1] if last is not None else ""
         async with self._services.lock(tag):
             try:
                 await asyncio.to_thread(self._conn.registry.preflight, tag)
