@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -67,7 +68,7 @@ class SftpDayWorld(DayWorld):
         return sftp_storage(self.server, self.staging, self.public)
 
 
-def wire_pydotorg(world: DayWorld, api: PydotorgDouble) -> CdnPurger:
+def wire_pydotorg(world: DayWorld, api: PydotorgDouble) -> None:
     """The registry (with the process's API v1 budget) and the CDN purge, against the
     python.org double, each release's Release created as its RM does in the admin."""
     for tag in DAY:
@@ -80,9 +81,7 @@ def wire_pydotorg(world: DayWorld, api: PydotorgDouble) -> CdnPurger:
         )
         for t in world.profile.spec.pydotorg["purge"]
     ]
-    purger = CdnPurger(templates, files_url=api.base_url + "ftp/python/")
-    world.conn.purger = purger
-    return purger
+    world.conn.purger = CdnPurger(templates, files_url=api.base_url + "ftp/python/")
 
 
 def make_big(world: DayWorld, tag: str, gb: float) -> int:
@@ -124,7 +123,7 @@ async def day(gb: float, spread: float) -> None:
     api.__enter__()
     with tempfile.TemporaryDirectory(prefix="relbot-day-") as folder:
         world = SftpDayWorld(Path(folder), platform.chat)
-        purger = wire_pydotorg(world, api)
+        wire_pydotorg(world, api)
         storage = world.storage
         assert isinstance(storage, SftpStorage)
         await platform.start(world.gate)
@@ -190,7 +189,11 @@ async def day(gb: float, spread: float) -> None:
             }
             live = (world.public / "index-windows.json").read_bytes() == shared
             done_steps = {t: world.store.release(ReleaseTag.parse(t)).steps_done for t in DAY}
-            asked = sum(len(purger.urls(ReleaseTag.parse(t))) for t in DAY) + 2 * len(BUGFIX)
+            skipped = sum(
+                int(m.group(1))
+                for done in done_steps.values()
+                if (m := re.search(r"(\d+) already purged", done["purge"]))
+            )
         finally:
             await board.stop()
             await platform.stop()
@@ -208,7 +211,7 @@ async def day(gb: float, spread: float) -> None:
     print(f"the shared install index is live: {live}; index steps: {steps}")
     throttled = sum(1 for r in api.requests if r.status == 429)
     print(f"python.org: {len(api.requests)} requests, {throttled} answered 429")
-    print(f"CDN: {len(api.purges)} purges sent for {asked} asked (a URL per release)")
+    print(f"CDN: {len(api.purges)} purges sent, {skipped} not sent again (another publish's)")
     for tag, done in done_steps.items():
         print(f"  {tag:8} register: {done['register']}; purge: {done['purge']}")
     for name, times in (("/status (no tag)", status_times), ("board /", board_times)):

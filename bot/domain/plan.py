@@ -68,7 +68,10 @@ class PublishPlan:
     # The forum topic the publish posts, as shown to the RM (None: nothing is posted).
     announcement: Announcement | None = None
     # The unpublished releases whose installs the staged install index also lists: it goes
-    # live with the last of them to publish (bot/domain/windows_index.py).
+    # live with the last of them to publish (bot/domain/windows_index.py). Not in the digest:
+    # one published since the plan only lets the index go live sooner, and none can join
+    # the list while the index's bytes (in the digest) stay: every install they list was
+    # live, this release's or of a release known then (else the plan was refused).
     index_shared_with: tuple[str, ...] = ()
 
     @property
@@ -84,8 +87,6 @@ class PublishPlan:
             h.update(f"\0waiver\0{waiver}".encode())
         if self.announcement is not None:  # the text posted is the text confirmed
             h.update(f"\0announcement\0{self.announcement.sha256}".encode())
-        for tag in self.index_shared_with:  # when the index goes live is confirmed too
-            h.update(f"\0index shared with\0{tag}".encode())
         return h.hexdigest()
 
     @property

@@ -160,3 +160,26 @@ async def test_an_index_made_stale_by_another_publish_is_told_at_once_with_the_w
     done = await world.say("hugo", await world.plan(LAST))
     assert not done.private, done.text
     assert world.events(LAST, EventKind.PUBLISHED) == ["published"]
+
+
+async def test_a_plan_made_before_its_sibling_published_is_confirmed_and_makes_it_live(
+    tmp_path: Path, make_storage: StorageFactory
+) -> None:
+    """Both RMs ask for their plans first; FIRST publishes; LAST's plan said the index
+    waits for FIRST, which is public by now: LAST's code is still good, and its publish
+    makes the index live."""
+    world = world_on(tmp_path, make_storage)
+    _, shared = await ready_sharing(world)
+    offers = {tag: await world.say("hugo", f"/publish {tag}") for tag in (FIRST, LAST)}
+    planned = offers[LAST].plan
+    assert planned is not None and planned.index_shared_with == (FIRST,)
+
+    first = offers[FIRST].confirm
+    assert first is not None
+    assert not (await world.say("hugo", first.line)).private
+    last = offers[LAST].confirm
+    assert last is not None
+    done = await world.say("hugo", last.line)
+    assert not done.private, done.text
+    assert live(world) == (shared, catalog_bytes(shared))
+    assert index_step(world.store, LAST) == "index-windows.json, index-windows.json.cat replaced"
