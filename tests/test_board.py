@@ -21,6 +21,7 @@ from bot.domain.files import StagedFile
 from bot.domain.tags import ReleaseTag
 from bot.http_client import RetryPolicy
 from bot.pydotorg.registry import PydotorgRegistry
+from bot.service.gate import PREFLIGHT_EVERY
 from bot.service.pipeline.steps import PIPELINE
 from bot.storage.local import LocalStorage
 from bot.web.board_routes import BoardRoutes
@@ -208,7 +209,7 @@ async def test_python_org_objection_makes_it_unpublishable_as_publish_says(
                 assert len(data["blockers"]) == 1
                 assert data["blockers"][0].startswith("python.org: ")
                 api.add_release("Python 3.14.1")
-                world.clock.advance(30)  # python.org is asked again after a poll interval
+                world.clock.advance(PREFLIGHT_EVERY)  # python.org is asked again after it
                 await assert_board_agrees_with_publish(world, board, "3.14.1", True)
         finally:
             await server.stop()

@@ -76,6 +76,11 @@ log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 CODE_LENGTH = 8
+# The board asks python.org whether a publishable release could be registered at most this
+# often (seconds): python.org allows 600 API requests an hour for the bot's user, and five
+# releases waiting for their RMs with the board open must not spend them (30 an hour, not
+# 600 at one ask per 30 s poll). /publish always asks.
+PREFLIGHT_EVERY = 600.0
 
 
 def new_code() -> str:
@@ -286,7 +291,7 @@ class Gate:
     async def observed(self, tag: ReleaseTag, *, ask: bool = True) -> Observed:
         """``tag`` as last seen, and what ``/publish TAG`` would refuse for now, listing and
         hashing nothing (the board calls it on every request). python.org, ``/publish``'s last
-        check, is asked only when nothing else blocks, and at most once per poll interval;
+        check, is asked only when nothing else blocks, at most every PREFLIGHT_EVERY seconds;
         never with ``ask`` False (its last answer, if any, counts)."""
         observer = self._services.observer
         state = self.store.release(tag)
@@ -311,11 +316,11 @@ class Gate:
         return Observed(state, readiness, digests, tuple(blockers))
 
     async def _preflight_lately(self, tag: ReleaseTag, seen: Sight) -> str:
-        """python.org's objection to ``tag`` ("" for none), asked again when a poll interval
+        """python.org's objection to ``tag`` ("" for none), asked again when PREFLIGHT_EVERY
         old; while a command holds it (a publish), what it last knew: the board never waits."""
         assert self._conn.registry is not None
         last = seen.preflight
-        fresh = last is not None and self._clock() - last[0] < self.config.model.poll_interval
+        fresh = last is not None and self._clock() - last[0] < PREFLIGHT_EVERY
         if self._services.locks.locked(str(tag)) or (last is not None and fresh):
             return last[1] if last is not None else ""
         async with self._services.lock(tag):
