@@ -15,7 +15,7 @@ from bot.domain.plan import PlanFile, PublishPlan, make_plan
 from bot.domain.profile import Profile, load_profile
 from bot.domain.readiness import compute_readiness
 from bot.domain.tags import ReleaseTag
-from bot.domain.windows_index import ABSENT
+from bot.domain.windows_index import ABSENT, IndexVerdict
 
 T0 = 1_800_000_000.0
 
@@ -186,3 +186,21 @@ def test_the_install_index_replaces_the_live_one_at_the_root_and_goes_last(
     assert [f.replaces for f in last] == ["c" * 64, ABSENT]
     assert all(f.replaces == "" for f in plan.files[:-2])
     assert plan.files[-3].path == "windows-3.14.1.json"  # the release's own index before them
+
+
+def test_a_shared_index_names_in_the_plan_the_releases_it_waits_for(cpython: Profile) -> None:
+    parsed = ReleaseTag.parse("3.14.1")
+    paths = [f.path for f in cpython.expected(parsed)]
+    claims = {role: Claim(role, "hugo", T0, ()) for role in cpython.roles_for(parsed)}
+    shared = IndexVerdict(True, shared_with=("3.13.11",))
+
+    def plan_of(staged: list[str]) -> PublishPlan:
+        listing = {p: StagedFile(p, 100 + i, T0) for i, p in enumerate(staged)}
+        readiness = compute_readiness(cpython, parsed, listing, previous=listing, claims=claims)
+        readiness = dataclasses.replace(readiness, install_index=shared)
+        return make_plan(cpython, readiness, listing, {p: sha(p) for p in staged})
+
+    with_index = plan_of([*paths, "index-windows.json", "index-windows.json.cat"])
+    assert with_index.index_shared_with == ("3.13.11",)
+    # Without the index in the plan (nothing replaces a live file), nothing waits.
+    assert plan_of(paths).index_shared_with == ()
