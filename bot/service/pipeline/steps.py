@@ -173,6 +173,13 @@ class SwapIndex:
         )
 
 
+# The publishes' waits on python.org and the CDN run in threads of their own, not in the
+# default pool (six threads on two cores) that scans, /status and the board need: python.org's
+# budget may hold a registration for minutes, and purges queue for their turn, one at a time.
+_REGISTRATIONS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="relbot-register")
+_PURGES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relbot-purge")
+
+
 class Register:
     """Make python.org's records match every public file of the release; a wait python.org's
     rate limit asks for, or the bot's budget of its requests (shared by every publish), is
@@ -195,14 +202,12 @@ class Register:
         def tell(text: str) -> None:  # from the worker thread, while the sync waits
             asyncio.run_coroutine_threadsafe(self._reporter.notice(tag, text), loop)
 
-        synced = await asyncio.to_thread(functools.partial(registry.sync, everything, notice=tell))
+        sync = functools.partial(registry.sync, everything, notice=tell)
+        synced = await loop.run_in_executor(_REGISTRATIONS, sync)
         return (
             f"{synced.created} created, {synced.replaced} replaced, "
             f"{synced.deleted} deleted, {synced.unchanged} unchanged"
         )
-
-
-_PURGES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relbot-purge")
 
 
 class Purge:
@@ -221,9 +226,8 @@ class Purge:
         if purger is None:
             return "no CDN configured"
         replaced = [f.target for f in plan.replacements]  # the install index
-        # Publishes purge one at a time, in a thread of their own: one waiting for its turn
-        # holds no worker thread that scans, /status and the board need. Asked now, after
-        # the release's change: URLs another purge sends meanwhile are not sent again.
+        # Asked now, after the release's change: URLs another publish's purge sends while
+        # this one waits for its turn are not sent again.
         since = purger.ask()
         log.info("%s asks for its CDN purge (mark %d)", plan.tag, since)
         purge = functools.partial(purger.purge, plan.tag, replaced, since=since)
