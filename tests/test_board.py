@@ -5,6 +5,7 @@ hostile names, show no code, and list nothing per request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import shutil
@@ -187,9 +188,12 @@ async def test_files_carry_size_hash_signature_and_target(
     assert windows["signature"] == "missing"
 
 
-async def test_python_org_objection_makes_it_unpublishable_as_publish_says(
+@contextlib.asynccontextmanager
+async def ready_with_python_org(
     tmp_path: Path,
-) -> None:
+) -> AsyncIterator[tuple[World, PydotorgDouble, httpx.AsyncClient]]:
+    """3.14.1 staged, scanned and ready, python.org's double behind the registry, and a
+    client of the board."""
     with PydotorgDouble(users={"rm": ("key", True)}) as api:
         world = BoardWorld(tmp_path)
         world.conn.registry = PydotorgRegistry(
@@ -205,46 +209,37 @@ async def test_python_org_objection_makes_it_unpublishable_as_publish_says(
                 world.stage("3.14.1")
                 await world.gate.scan()
                 await world.ready_all("3.14.1")
-                data = await assert_board_agrees_with_publish(world, board, "3.14.1", False)
-                assert len(data["blockers"]) == 1
-                assert data["blockers"][0].startswith("python.org: ")
-                api.add_release("Python 3.14.1")
-                world.clock.advance(PREFLIGHT_EVERY)  # python.org is asked again after it
-                await assert_board_agrees_with_publish(world, board, "3.14.1", True)
+                yield world, api, board
         finally:
             await server.stop()
+
+
+async def test_python_org_objection_makes_it_unpublishable_as_publish_says(
+    tmp_path: Path,
+) -> None:
+    async with ready_with_python_org(tmp_path) as (world, api, board):
+        data = await assert_board_agrees_with_publish(world, board, "3.14.1", False)
+        assert len(data["blockers"]) == 1
+        assert data["blockers"][0].startswith("python.org: ")
+        api.add_release("Python 3.14.1")
+        world.clock.advance(PREFLIGHT_EVERY)  # python.org is asked again after it
+        await assert_board_agrees_with_publish(world, board, "3.14.1", True)
 
 
 async def test_the_board_never_waits_for_a_command_holding_the_release(tmp_path: Path) -> None:
     """A confirmation holds its release while it publishes (seconds, for 1.5 GB): the board
     must not wait to ask python.org meanwhile. It says what it last knew, and asks once the
     release is free."""
-    with PydotorgDouble(users={"rm": ("key", True)}) as api:
-        world = BoardWorld(tmp_path)
-        world.conn.registry = PydotorgRegistry(
-            api.url, "rm:key", world.profile, auth_source="PYDOTORG_AUTH",
-            retry=RetryPolicy(attempts=1, backoff=0.0, sleep=lambda _: None),
-        )  # fmt: skip
+    async with ready_with_python_org(tmp_path) as (world, api, board):
         api.add_release("Python 3.14.1")
-        port = free_port()
-        server = HealthServer(world.gate.metrics, 30, port)
-        server.serve_board(BoardRoutes(world.gate))
-        await server.start()
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as board:
-                world.stage("3.14.1")
-                await world.gate.scan()
-                await world.ready_all("3.14.1")
-                tag = ReleaseTag.parse("3.14.1")
-                seen = world.gate._services.observer.seen(tag)
-                assert seen is not None and seen.preflight is None  # never asked yet
-                async with world.gate._services.lock(tag):
-                    data = await asyncio.wait_for(release_json(board, "3.14.1"), 5)
-                    assert data["publishable"] and seen.preflight is None  # not asked
-                observed = await world.gate.observed(tag)  # what the next page is made of
-                assert not observed.blockers and seen.preflight is not None  # asked now
-        finally:
-            await server.stop()
+        tag = ReleaseTag.parse("3.14.1")
+        seen = world.gate._services.observer.seen(tag)
+        assert seen is not None and seen.preflight is None  # never asked yet
+        async with world.gate._services.lock(tag):
+            data = await asyncio.wait_for(release_json(board, "3.14.1"), 5)
+            assert data["publishable"] and seen.preflight is None  # not asked
+        observed = await world.gate.observed(tag)  # what the next page is made of
+        assert not observed.blockers and seen.preflight is not None  # asked now
 
 
 async def test_a_tag_never_seen_is_404(world: World, board: httpx.AsyncClient) -> None:

@@ -6,6 +6,7 @@ purge before the first sent it (after both changes)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -48,29 +49,38 @@ class Hooked(httpx.BaseTransport):
         self._http.close()
 
 
-class Waiting(logging.Handler):
-    """Set when the purger logs that a purge waits for another's."""
+class Said(logging.Handler):
+    """The log records of ``logger`` that say ``words``: the tag each begins with (its
+    ``at``-th word), and an event set once ``count`` were said."""
 
-    def __init__(self) -> None:
+    def __init__(self, logger: str, words: str, at: int, count: int = 1) -> None:
         super().__init__(logging.INFO)
-        self.seen = threading.Event()
+        self.logger, self.words, self.at, self.count = logger, words, at, count
         self.tags: list[str] = []
+        self.seen = threading.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if " waits for the purge of " in message:
-            self.tags.append(message.split()[3])
-            self.seen.set()
+        if self.words in message:
+            self.tags.append(message.split()[self.at])
+            if len(self.tags) >= self.count:
+                self.seen.set()
+
+
+@contextlib.contextmanager
+def listening(caplog: pytest.LogCaptureFixture, said: Said) -> Iterator[Said]:
+    caplog.set_level(logging.INFO, logger=said.logger)
+    logger = logging.getLogger(said.logger)
+    logger.addHandler(said)
+    yield said
+    logger.removeHandler(said)
 
 
 @pytest.fixture
-def waiting(caplog: pytest.LogCaptureFixture) -> Iterator[Waiting]:
-    caplog.set_level(logging.INFO, logger="bot.pydotorg.cdn")
-    handler = Waiting()
-    logger = logging.getLogger("bot.pydotorg.cdn")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+def waiting(caplog: pytest.LogCaptureFixture) -> Iterator[Said]:
+    """Set when the purger logs that a purge waits for another's."""
+    with listening(caplog, Said("bot.pydotorg.cdn", " waits for the purge of ", 3)) as said:
+        yield said
 
 
 @pytest.fixture
@@ -95,7 +105,7 @@ B_PATHS = ["/downloads/release/python-31311/", "/downloads/", "/ftp/python/3.13.
 
 
 def purge_b_while_a_sends(
-    purger: CdnPurger, hooked: Hooked, waiting: Waiting, path: str
+    purger: CdnPurger, hooked: Hooked, waiting: Said, path: str
 ) -> tuple[PurgeReport, PurgeReport]:
     """A's purge; just before A sends ``path``, B's purge is asked for (and waits)."""
     with ThreadPoolExecutor(1) as pool:
@@ -111,7 +121,7 @@ def purge_b_while_a_sends(
 
 
 def test_a_shared_url_sent_after_the_second_purge_was_asked_for_is_sent_once(
-    api: PydotorgDouble, waiting: Waiting
+    api: PydotorgDouble, waiting: Said
 ) -> None:
     hooked = Hooked()
     purger = CdnPurger(templates(api), transport=hooked, retry=FAST)
@@ -127,7 +137,7 @@ def test_a_shared_url_sent_after_the_second_purge_was_asked_for_is_sent_once(
 
 
 def test_a_shared_url_sent_before_the_second_purge_was_asked_for_is_sent_again(
-    api: PydotorgDouble, waiting: Waiting
+    api: PydotorgDouble, waiting: Said
 ) -> None:
     hooked = Hooked()
     purger = CdnPurger(templates(api), transport=hooked, retry=FAST)
@@ -147,7 +157,7 @@ def test_purges_one_after_the_other_send_every_url(api: PydotorgDouble) -> None:
 
 
 def test_a_url_whose_purge_failed_is_sent_by_the_next_publish(
-    api: PydotorgDouble, waiting: Waiting
+    api: PydotorgDouble, waiting: Said
 ) -> None:
     hooked = Hooked()
     purger = CdnPurger(templates(api), transport=hooked, retry=FAST)
@@ -186,34 +196,16 @@ def test_five_publishes_purging_at_once_never_interleave(api: PydotorgDouble) ->
 # -- the purge step of two publishes confirmed at once -----------------------------------------
 
 
-class Asking(logging.Handler):
-    """Counts the purge steps that asked for their purge, in order (their tags)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.tags: list[str] = []
-        self.two = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if " asks for its CDN purge " in message:
-            self.tags.append(message.split()[0])
-            if len(self.tags) == 2:
-                self.two.set()
-
-
 @pytest.fixture
-def asking(caplog: pytest.LogCaptureFixture) -> Iterator[Asking]:
-    caplog.set_level(logging.INFO, logger="bot.service.pipeline.steps")
-    handler = Asking()
-    logger = logging.getLogger("bot.service.pipeline.steps")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+def asking(caplog: pytest.LogCaptureFixture) -> Iterator[Said]:
+    """Set once two purge steps asked for their purge; their tags, in order."""
+    steps = Said("bot.service.pipeline.steps", " asks for its CDN purge ", 0, count=2)
+    with listening(caplog, steps) as said:
+        yield said
 
 
 async def test_the_purge_step_says_what_another_publish_already_purged(
-    world: World, api: PydotorgDouble, asking: Asking
+    world: World, api: PydotorgDouble, asking: Said
 ) -> None:
     """3.14.0rc1 and 3.14.0rc2 are confirmed together; the second to reach its purge asks
     for it while the first is purging (held at its first URL until then), and waits for its
@@ -230,7 +222,7 @@ async def test_the_purge_step_says_what_another_publish_already_purged(
     world.conn.purger = purger = CdnPurger(rebased, transport=hooked, retry=FAST)
 
     def hold_the_first() -> None:
-        assert asking.two.wait(HOLD), "the second purge was never asked for"
+        assert asking.seen.wait(HOLD), "the second purge was never asked for"
 
     hooked.first = hold_the_first
     tags = ("3.14.0rc1", "3.14.0rc2")
