@@ -429,6 +429,7 @@ def clean_run(suite: Suite, folder: Path, modules: list[str]) -> Coverage:
     data_dir = folder / "coverage"
     shutil.rmtree(data_dir, ignore_errors=True)
     data_dir.mkdir()
+    data_dir.chmod(0o1777)  # tests run relbot as another user too (nobody): its data counts
     env = environment(folder, bytecode=True)
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(PLUGIN_DIR)])
     env["EXTRA_MUTANTS_DATA"] = str(data_dir / "contexts")
