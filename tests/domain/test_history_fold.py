@@ -258,3 +258,116 @@ def test_lifting_a_waiver_nobody_gave_changes_nothing() -> None:
     log.add("hugo", EventKind.UNWAIVED, target="windows")
 
     assert list(log.state().waivers) == ["docs"]
+
+
+# -- every field each ending of a publish leaves (the extra mutants of the domain suite) ------
+
+
+def claimed(log: Journal, role: str = "macos") -> None:
+    log.add("ned", EventKind.CLAIMED, role=role, snapshot=[f.to_json() for f in SNAPSHOT])
+
+
+def test_a_publish_spends_the_claims_and_resets_everything_of_the_publish() -> None:
+    log = Journal()
+    claimed(log)
+    log.add("ned", EventKind.CLAIMED, role="windows", snapshot=[])
+    log.add("ned", EventKind.WITHDRAWN, role="windows", reason="changed")
+    log.plan("hugo", "1234", sign=["python-3.14.1-macos11.pkg"], status="bugfix")
+    log.confirm("hugo", "1234")
+    log.add("relbot", EventKind.STEP_STARTED, step="promote")
+    log.add("relbot", EventKind.STEP_DONE, step="promote", detail="1 file moved")
+    before = log.state()
+    assert before.to_sign and before.publishing_status == "bugfix"
+    assert before.step_started is None  # done: no longer the step under way
+
+    at = log.add("relbot", EventKind.PUBLISHED)
+
+    state = log.state()
+    assert (state.published_at, state.published_by) == (at, "hugo")
+    assert state.public_files == (PKG,)
+    assert state.publishing is None and state.publisher is None
+    assert (state.to_sign, state.publishing_status) == ((), None)
+    assert set(state.delivered) == {"macos"} and state.claims == {}
+    assert state.withdrawals == {}
+    assert state.steps_done == {"promote": "1 file moved"}  # kept: what the publish did
+
+
+def test_later_publishes_keep_the_first_publishs_time_and_rm() -> None:
+    log = Journal()
+    log.plan("hugo", "1234")
+    log.confirm("hugo", "1234")
+    first = log.add("relbot", EventKind.PUBLISHED)
+    log.plan("thomas", "5678", LATE)
+    log.confirm("thomas", "5678")
+    log.add("relbot", EventKind.PUBLISHED)
+
+    state = log.state()
+    assert (state.published_at, state.published_by) == (first, "hugo")
+    assert state.public_files == (PKG, LATE)
+
+
+def test_a_published_event_with_nothing_confirmed_adds_no_file_and_credits_its_actor() -> None:
+    log = Journal()
+    at = log.add("relbot", EventKind.PUBLISHED)
+
+    state = log.state()
+    assert (state.published_at, state.published_by, state.public_files) == (at, "relbot", ())
+
+
+def test_an_abort_resets_the_publish_and_says_who_why_and_when() -> None:
+    log = Journal()
+    log.plan("hugo", "1234", sign=["python-3.14.1-macos11.pkg"], status="bugfix")
+    log.confirm("hugo", "1234", public_before=["3.14.1/x"])
+    log.add("relbot", EventKind.STEP_DONE, step="freeze", detail="copied")
+    log.add("relbot", EventKind.STEP_STARTED, step="promote")
+    log.add("relbot", EventKind.STOPPED, step="promote", reason="disk full")
+    log.add("hugo", EventKind.ABORTING, reason="wrong files")
+    at = log.add("hugo", EventKind.ABORTED, reason="wrong files")
+
+    state = log.state()
+    assert state.publishing is None and state.publisher is None
+    assert (state.to_sign, state.publishing_status) == ((), None)
+    assert state.steps_done == {} and state.step_started is None
+    assert state.public_before == ()
+    assert state.stopped is None and state.aborting is None
+    assert state.aborted is not None
+    assert (state.aborted.by, state.aborted.reason, state.aborted.at) == ("hugo", "wrong files", at)
+
+
+def test_a_new_confirmation_clears_the_last_abort_and_any_stop() -> None:
+    log = Journal()
+    log.plan("hugo", "1234")
+    log.confirm("hugo", "1234")
+    log.add("hugo", EventKind.ABORTED, reason="wrong files")
+    log.plan("hugo", "5678")
+    log.confirm("hugo", "5678")
+
+    state = log.state()
+    assert state.aborted is None and state.stopped is None and state.aborting is None
+    assert state.publishing is not None
+
+
+def test_a_finishing_confirmation_without_a_publish_under_way_starts_a_new_one() -> None:
+    """``finishing`` means "the same publish goes on" only while one is under way."""
+    log = Journal()
+    log.plan("hugo", "1234")
+    log.add("relbot", EventKind.STEP_DONE, step="freeze", detail="stale")  # from before
+    log.confirm("hugo", "1234", finishing=True, public_before=["3.14.1/x"])
+
+    state = log.state()
+    assert state.publishing is not None and state.publisher == "hugo"
+    assert state.steps_done == {} and state.public_before == ("3.14.1/x",)
+
+
+def test_a_finishing_confirmation_goes_on_from_the_steps_done() -> None:
+    log = Journal()
+    log.plan("hugo", "1234")
+    log.confirm("hugo", "1234")
+    log.add("relbot", EventKind.STEP_DONE, step="promote", detail="1 file moved")
+    log.add("relbot", EventKind.STOPPED, step="index", reason="raced", public=True)
+    finishing = log.plan("thomas", "5678", PKG, SIG)
+    log.confirm("thomas", "5678", finishing=True)
+
+    state = log.state()
+    assert state.publishing == finishing and state.publisher == "thomas"
+    assert state.steps_done == {"promote": "1 file moved"} and state.stopped is None
