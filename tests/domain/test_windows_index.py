@@ -141,6 +141,7 @@ def test_a_profile_with_a_wrong_install_index_table_names_the_key() -> None:
         ({"file": "a/i.json", "role": "windows", "manifest": "m"}, "install_index.file"),
         ({"file": "i.json", "role": "nobody", "manifest": "m"}, "install_index.role"),
         ({"file": "i.json", "role": "windows", "manifest": "m", "x": "y"}, "install_index.x"),
+        ({"file": "", "role": "windows", "manifest": "m"}, "install_index.file must be a name"),
     ):
         profile = Profile(ProfileSpec.model_validate({**base, "install_index": table}))
         with pytest.raises(ConfigError, match=key):

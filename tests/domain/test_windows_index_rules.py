@@ -89,3 +89,19 @@ def test_a_fourth_missing_install_is_counted_as_one_more() -> None:
     release = installs("3.14.2")
     (blocker,) = judge(document(release[4:] + installs("3.14.1") + installs("3.14.0"))).blockers
     assert "pythoncore-3.14-arm64 3.14.2 and 1 more; rebuild it" in blocker
+
+
+def test_a_catalog_staged_alone_is_described_as_staged_and_blocking() -> None:
+    assert (
+        judge(None, catalog=True)
+        .describe()
+        .startswith(
+            "staged, blocks publishing: index-windows.json.cat is staged without index-windows.json"
+        )
+    )
+
+
+def test_an_install_whose_id_is_not_text_is_named() -> None:
+    entries: list[dict[str, object]] = [{"id": 64, "sort-version": "3.14.2"}]
+    (blocker,) = judge(document(entries)).blockers
+    assert blocker == ('index-windows.json: install 1 lacks "id" or "sort-version": rebuild it')

@@ -100,6 +100,13 @@ def test_a_release_being_published_with_the_same_index_shares_it_unread() -> Non
     assert "neither live, nor this release's" in blocker
 
 
+def test_a_sibling_staging_the_same_bytes_that_do_not_list_it_is_not_waited_for() -> None:
+    """Its own check refuses that index (it lacks its installs); this release's goes live."""
+    sibling = Sibling("3.14.2", of("3.14.2"), same_index=True)
+    verdict = judge("3.15.1", *LIVE, siblings=(sibling,))
+    assert verdict.blockers == () and verdict.shared_with == ()
+
+
 def test_a_sibling_the_index_does_not_list_is_no_concern() -> None:
     sibling = Sibling("3.14.2", of("3.14.2"), same_index=False)
     verdict = judge("3.15.1", *LIVE, siblings=(sibling,))
