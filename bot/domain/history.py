@@ -17,6 +17,7 @@ from bot.domain.files import SnapshotFile
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.tags import ReleaseTag
 from bot.domain.waivers import Waiver
+from bot.domain.windows_index import INDEX_STEP, INDEX_WAITS
 
 
 class EventKind(StrEnum):
@@ -112,6 +113,9 @@ class ReleaseState:
     # The branch status the release was first published under: late files keep using it.
     branch_status: str | None = None
     aborted: Aborted | None = None  # the last publish was aborted (cleared by a confirmation)
+    # Its installs wait for a shared install index that another release makes live: its
+    # index step left the index to it (kept past later publishes of late files).
+    index_waits: bool = False
 
     @property
     def is_published(self) -> bool:
@@ -208,6 +212,8 @@ def _apply(state: ReleaseState, event: Event) -> None:
         case EventKind.STEP_DONE:
             state.steps_done[data["step"]] = data.get("detail", "")
             state.step_started = None
+            if data["step"] == INDEX_STEP:  # a late index that went live ends the wait
+                state.index_waits = str(data.get("detail", "")).startswith(INDEX_WAITS)
         case EventKind.STOPPED:
             state.stopped = Stop(
                 data["step"],

@@ -28,6 +28,10 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import ConfigError, RelbotError
 
 MAX_INDEX = 64 << 20  # bytes read of an index or a manifest; the live index is well under 1 MB
+INDEX_STEP = (
+    "index"  # the publish's step that replaces the live index (bot/service/windows_index.py)
+)
+INDEX_WAITS = "waits for"  # how that step's detail begins when a shared index waits
 ABSENT = "absent"  # what a plan records for a live file that does not exist yet
 _SHOWN = 3  # installs named in one blocker before "and N more"
 

@@ -18,7 +18,7 @@ from bot.domain.tags import ReleaseTag
 from bot.errors import StorageError
 from bot.service.observer import Observer
 from bot.service.reporter import Reporter
-from bot.service.windows_index import INDEX_STEP, WAITS, IndexCheck, IndexInspector, Neighbour
+from bot.service.windows_index import INDEX_STEP, IndexCheck, IndexInspector, Neighbour
 
 
 async def judged(
@@ -71,7 +71,7 @@ def neighbours(
         if state.publishing is not None:
             found.append(Neighbour(other, plan=state.publishing))
         elif state.is_published:
-            if state.steps_done.get(INDEX_STEP, "").startswith(WAITS):
+            if state.index_waits:
                 found.append(Neighbour(other, waiting=True))
         else:
             found.append(Neighbour(other, listing=listing_of(other)))

@@ -25,6 +25,7 @@ from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.domain.windows_index import (
     ABSENT,
+    INDEX_WAITS,
     MAX_INDEX,
     IndexRules,
     IndexVerdict,
@@ -33,11 +34,11 @@ from bot.domain.windows_index import (
     judge_index,
     parse_installs,
 )
+from bot.domain.windows_index import INDEX_STEP as INDEX_STEP  # the step's name, for callers
 from bot.errors import PublishStopped, StagingUnreachable, StorageError
 from bot.ports import Storage
 
-INDEX_STEP = "index"
-WAITS = "waits for"  # how the index step's detail begins when a shared index waits
+WAITS = INDEX_WAITS
 _SWAPPING = threading.Lock()  # one swap decided and done at a time (publishes run at once)
 
 

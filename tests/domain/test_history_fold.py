@@ -371,3 +371,26 @@ def test_a_finishing_confirmation_goes_on_from_the_steps_done() -> None:
     state = log.state()
     assert state.publishing == finishing and state.publisher == "thomas"
     assert state.steps_done == {"promote": "1 file moved"} and state.stopped is None
+
+
+def test_installs_waiting_for_a_shared_index_keep_waiting_past_late_files() -> None:
+    """Only an index step that made an index live ends the wait; a late publish without
+    one runs no index step, and its confirmation clears the steps done."""
+    log = Journal()
+    log.plan("hugo", "1234")
+    log.confirm("hugo", "1234")
+    waits = "waits for 3.13.11: index-windows.json and index-windows.json.cat go live …"
+    log.add("relbot", EventKind.STEP_DONE, step="index", detail=waits)
+    log.add("relbot", EventKind.PUBLISHED)
+    assert log.state().index_waits
+
+    log.plan("hugo", "5678", LATE)
+    log.confirm("hugo", "5678")
+    log.add("relbot", EventKind.PUBLISHED)
+    assert log.state().index_waits and "index" not in log.state().steps_done
+
+    log.plan("hugo", "9012", LATE)
+    log.confirm("hugo", "9012")
+    replaced = "index-windows.json, index-windows.json.cat replaced"
+    log.add("relbot", EventKind.STEP_DONE, step="index", detail=replaced)
+    assert not log.state().index_waits
