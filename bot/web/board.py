@@ -325,11 +325,14 @@ def _staged_files(
 
 
 def _last_plan(state: ReleaseState) -> PublishPlan | None:
-    """The plan being published, or for a published release every file made public."""
+    """The plan being published, or for a published release every file made public (not
+    the install index while it waits for a release it is shared with)."""
     if state.publishing is not None:
         return state.publishing
     if state.is_published:
-        return PublishPlan(state.tag, state.public_files)
+        waiting = state.index_waits
+        public = tuple(f for f in state.public_files if not (waiting and f.is_replacement))
+        return PublishPlan(state.tag, public)
     return None
 
 

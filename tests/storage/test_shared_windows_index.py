@@ -12,6 +12,7 @@ from bot.domain.history import EventKind
 from bot.domain.tags import ReleaseTag
 from bot.ports import Journal
 from bot.ports.messages import ChannelKind
+from bot.web.board import release_view
 from tests.conftest import World
 from tests.storage.test_windows_index_gate import (
     StorageFactory,
@@ -95,6 +96,9 @@ async def test_a_shared_index_goes_live_with_the_last_of_its_releases(
     ), done.text
     shipped = len(world.public_files()) - 2  # beside the live index and its catalog
     assert done.text.startswith(f"Published {FIRST}: {shipped} files are public. "), done.text
+    observed = await world.gate.observed(ReleaseTag.parse(FIRST))
+    view = release_view(world.profile, ReleaseTag.parse(FIRST), observed, (), now=0.0)
+    assert len(view.files) == shipped  # the board lists no index among its public files
 
     last = await world.say("hugo", await world.plan(LAST))
     assert not last.private, last.text
