@@ -74,7 +74,7 @@ async def test_waiting_registrations_and_purges_leave_the_default_pool_free(
     for _ in range(len(TAGS) + 1):  # three syncs, and the first purge (the others queue)
         assert await asyncio.to_thread(blocking.entered.acquire, True, HOLD)
 
-    read = await asyncio.wait_for(asyncio.to_thread(lambda: "a scan's read"), 2)
+    read = await asyncio.wait_for(asyncio.to_thread(lambda: "a scan's read"), 5)
 
     assert read == "a scan's read"
     blocking.go.set()
