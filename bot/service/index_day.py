@@ -15,10 +15,11 @@ from bot.domain.files import Listing
 from bot.domain.history import ReleaseState
 from bot.domain.readiness import Readiness
 from bot.domain.tags import ReleaseTag
+from bot.domain.windows_index import INDEX_STEP
 from bot.errors import StorageError
 from bot.service.observer import Observer
 from bot.service.reporter import Reporter
-from bot.service.windows_index import INDEX_STEP, IndexCheck, IndexInspector, Neighbour
+from bot.service.windows_index import IndexCheck, IndexInspector, Neighbour
 
 
 async def judged(

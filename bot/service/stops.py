@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.domain.history import Stop
 from bot.domain.tags import ReleaseTag
 from bot.domain.text import listing
-from bot.service.windows_index import INDEX_STEP
+from bot.domain.windows_index import INDEX_STEP
 
 
 def stop_text(tag: ReleaseTag, stop: Stop) -> str:

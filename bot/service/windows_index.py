@@ -25,6 +25,7 @@ from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
 from bot.domain.windows_index import (
     ABSENT,
+    INDEX_STEP,
     INDEX_WAITS,
     MAX_INDEX,
     IndexRules,
@@ -34,11 +35,9 @@ from bot.domain.windows_index import (
     judge_index,
     parse_installs,
 )
-from bot.domain.windows_index import INDEX_STEP as INDEX_STEP  # the step's name, for callers
 from bot.errors import PublishStopped, StagingUnreachable, StorageError
 from bot.ports import Storage
 
-WAITS = INDEX_WAITS
 _SWAPPING = threading.Lock()  # one swap decided and done at a time (publishes run at once)
 
 
@@ -234,7 +233,7 @@ def swap(storage: Storage, plan: PublishPlan, profile: Profile) -> str:
         if pending:
             files = " and ".join(f.target for f in plan.replacements)
             return (
-                f"{WAITS} {', '.join(pending)}: {files} go live with the last of them, "
+                f"{INDEX_WAITS} {', '.join(pending)}: {files} go live with the last of them, "
                 "which they also list"
             )
         return _swap(storage, plan)

@@ -15,11 +15,11 @@ from bot.domain import commands as cmd
 from bot.domain.history import ReleaseState
 from bot.domain.plan import PlanFile, PublishPlan
 from bot.domain.text import listing
+from bot.domain.windows_index import INDEX_STEP
 from bot.service.refusals import Refusal
 from bot.service.services import Services
 from bot.service.stops import stop_text
 from bot.service.while_publishing import busy_refusal
-from bot.service.windows_index import INDEX_STEP
 
 
 def while_publishing(s: Services, state: ReleaseState, command: cmd.Command) -> str | None:

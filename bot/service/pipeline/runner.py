@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from bot.domain.history import EventKind, ReleaseState, Stop
 from bot.domain.profile import Profile
 from bot.domain.tags import ReleaseTag
+from bot.domain.windows_index import INDEX_STEP, INDEX_WAITS
 from bot.errors import (
     PromotionConflict,
     PublishStopped,
@@ -286,9 +287,9 @@ def published_text(before: int, state: ReleaseState) -> str:
     """What the RM is told once a publish finished; late files (``before``: the files public
     before them) are told as added to what is public."""
     tag, total = state.tag, len(state.public_files)
-    index = state.steps_done.get(windows_index.INDEX_STEP, "")
+    index = state.steps_done.get(INDEX_STEP, "")
     waits = ""
-    if index.startswith(windows_index.WAITS):  # the shared index is not live yet
+    if index.startswith(INDEX_WAITS):  # the shared index is not live yet
         waits = f" The install index {index}."
         total -= sum(1 for f in state.public_files[before:] if f.is_replacement)
     added = total - before

@@ -41,6 +41,7 @@ from bot.domain.history import ReleaseState
 from bot.domain.plan import PublishPlan
 from bot.domain.profile import Profile
 from bot.domain.text import listing
+from bot.domain.windows_index import INDEX_STEP
 from bot.errors import PublishStopped, StagedChanged, StateWriteError, StorageError
 from bot.metrics import Metrics
 from bot.ports import Journal, Left
@@ -161,7 +162,7 @@ class SwapIndex:
     """Replace the live install index with the release's (a compare-and-swap), or leave it
     to the last of the releases it is shared with."""
 
-    name = windows_index.INDEX_STEP
+    name = INDEX_STEP
 
     def __init__(self, conn: Connections, profile: Profile) -> None:
         self._conn = conn
