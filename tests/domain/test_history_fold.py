@@ -394,3 +394,32 @@ def test_installs_waiting_for_a_shared_index_keep_waiting_past_late_files() -> N
     replaced = "index-windows.json, index-windows.json.cat replaced"
     log.add("relbot", EventKind.STEP_DONE, step="index", detail=replaced)
     assert not log.state().index_waits
+
+
+def test_a_finishing_confirmation_with_no_plan_on_offer_changes_nothing() -> None:
+    log = Journal()
+    plan = log.plan("hugo", "1234")
+    log.confirm("hugo", "1234")
+    log.add("relbot", EventKind.STEP_DONE, step="promote", detail="1 file moved")
+    log.confirm("thomas", "1234", finishing=True)  # its code is spent: no offer left
+
+    state = log.state()
+    assert state.publishing == plan and state.publisher == "hugo"
+
+
+def test_a_confirmation_that_is_not_finishing_starts_afresh_even_mid_publish() -> None:
+    """Only a finishing confirmation goes on from the steps done; any other starts the
+    pipeline again, stop and pending abort cleared."""
+    log = Journal()
+    log.plan("hugo", "1234")
+    log.confirm("hugo", "1234")
+    log.add("relbot", EventKind.STEP_DONE, step="promote", detail="1 file moved")
+    log.add("relbot", EventKind.STOPPED, step="index", reason="raced", public=True)
+    log.add("hugo", EventKind.ABORTING, reason="wrong files")
+    again = log.plan("thomas", "5678", PKG, SIG)
+    log.confirm("thomas", "5678", public_before=["3.14.1/x"])
+
+    state = log.state()
+    assert state.publishing == again and state.publisher == "thomas"
+    assert state.steps_done == {} and state.public_before == ("3.14.1/x",)
+    assert state.stopped is None and state.aborting is None
